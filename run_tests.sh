@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Sets up ./.venv if needed and runs the default test suite (well under 15 minutes on 2 CPU cores).
+#   ./run_tests.sh               default suite
+#   ./run_tests.sh --slow        only the slow tests (long learning runs)
+#   ./run_tests.sh tests/ops -k vtrace   any pytest arguments
+set -euo pipefail
+cd "$(dirname "$0")"
+bash scripts/setup_venv.sh
+if [ "${1:-}" = "--slow" ]; then
+  shift
+  exec .venv/bin/python -m pytest -m slow -p no:cacheprovider "$@"
+fi
+exec .venv/bin/python -m pytest -p no:cacheprovider "$@"

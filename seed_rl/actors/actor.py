@@ -1,0 +1,211 @@
+"""The actor process loop: step ``env_batch_size`` environments and stream every step to the learner.
+
+An actor holds no model and no recurrent state; it imports numpy, grpcio and the environment only. Per step it
+sends one message with all of its envs (``StepBatch``) and receives one action per env. Semantics kept from the
+original (common/actor.py):
+
+* the first message of a connection carries reward 0, done False and the reset observation;
+* when an episode ends, the message carries the last reward, ``done`` and the observation *after the reset*;
+* every (re)connection draws a fresh random int64 run id per env, so the learner resets that env's state;
+* a truncated episode (gymnasium ``truncated``, e.g. a time limit) is sent with the original's two-message
+  protocol, generalised to any number of envs: an extra message with only the truncated envs' rows carries the
+  terminal observation and last reward with ``done = False`` (the returned actions are ignored), then the regular
+  message carries reward 0, ``done = abandoned = True`` and the reset observation;
+* an environment that raises is closed, re-created with a new run id, and the actor carries on.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, List, Optional
+
+import numpy as np
+
+from seed_rl.config import Config
+from seed_rl.envs import action_spec as env_action_spec
+from seed_rl.envs import create_environment
+from seed_rl.envs import observation_spec as env_observation_spec
+from seed_rl.transport.client import LearnerClient
+from seed_rl.transport.errors import LearnerUnavailableError, ProtocolMismatchError
+from seed_rl.types import EnvOutput, StepBatch
+
+log = logging.getLogger("seed_rl.actor")
+
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+class SpecMismatchError(ProtocolMismatchError):
+    """The actor's environment does not produce what the learner expects."""
+
+
+def _stack(observations: List[Any]):
+    if isinstance(observations[0], dict):
+        return {k: np.stack([np.asarray(o[k]) for o in observations]) for k in observations[0]}
+    return np.stack([np.asarray(o) for o in observations])
+
+
+def _specs_equal(a, b) -> bool:
+    def key(s):
+        return (tuple(s.shape), np.dtype(s.dtype).name)
+    if isinstance(a, dict) or isinstance(b, dict):
+        return isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys() and all(
+            key(a[k]) == key(b[k]) for k in a)
+    return key(a) == key(b)
+
+
+class _EnvSlot:
+    """One environment of the actor with the per-env fields of the next message."""
+
+    def __init__(self, config: Config, env_id: int, rng: np.random.Generator):
+        self.config = config
+        self.env_id = env_id
+        self.rng = rng
+        self.env = None
+        self.restart()
+
+    def restart(self) -> None:
+        if self.env is not None:
+            try:
+                self.env.close()
+            except Exception:  # closing a broken env must not stop the actor
+                log.debug("closing env %d failed", self.env_id, exc_info=True)
+        self.env = create_environment(self.config.env, self.env_id)
+        self.run_id = int(self.rng.integers(0, _INT64_MAX))
+        obs, _ = self.env.reset()
+        self.observation = obs
+        self.reward = 0.0
+        self.raw_reward = 0.0
+        self.done = False
+        self.abandoned = False
+        self.episode_step = 0
+
+    def close(self) -> None:
+        if self.env is not None:
+            self.env.close()
+            self.env = None
+
+
+class Actor:
+    """Runs the actor loop for one task until ``stop()`` (or ``max_steps``), reconnecting as needed."""
+
+    def __init__(self, server_address: str, task: int, *, auth_token: str = "",
+                 connect_timeout_s: Optional[float] = None, seed: Optional[int] = None,
+                 log_period_s: float = 30.0):
+        self.server_address = server_address
+        self.task = task
+        self.auth_token = auth_token
+        self.connect_timeout_s = connect_timeout_s
+        self.rng = np.random.default_rng(seed)
+        self.log_period_s = log_period_s
+        self._stop = threading.Event()
+        self.steps = 0
+        self.episodes = 0
+        self.env_restarts = 0
+        self.reconnects = 0
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def run(self, max_steps: Optional[int] = None) -> None:
+        backoff = 0.1
+        while not self._stop.is_set():
+            try:
+                with LearnerClient(self.server_address, self.task, auth_token=self.auth_token,
+                                   connect_timeout_s=self.connect_timeout_s) as client:
+                    self._run_connected(client, max_steps)
+                return
+            except LearnerUnavailableError as e:
+                if self._stop.is_set():
+                    return
+                self.reconnects += 1
+                log.info("actor %d: learner unavailable (%s); reconnecting. This is normal when the learner "
+                         "restarts or training ends.", self.task, e)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 5.0)
+
+    def _run_connected(self, client: LearnerClient, max_steps: Optional[int]) -> None:
+        info = client.handshake()
+        config = Config.from_json(info.config_json)
+        env_ids = range(info.env_id_begin, info.env_id_end)
+        slots = [_EnvSlot(config, env_id, self.rng) for env_id in env_ids]
+        try:
+            obs_spec = env_observation_spec(slots[0].env)
+            act_spec = env_action_spec(slots[0].env)
+            if not _specs_equal(obs_spec, info.observation_spec):
+                raise SpecMismatchError(
+                    f"actor {self.task}: the environment's observation spec {obs_spec} differs from the "
+                    f"learner's {info.observation_spec}; are actor and learner on the same env config/version?")
+            if (act_spec.num_values, tuple(act_spec.shape)) != (
+                    info.action_spec.num_values, tuple(info.action_spec.shape)):
+                raise SpecMismatchError(
+                    f"actor {self.task}: the environment's action spec {act_spec} differs from the learner's "
+                    f"{info.action_spec}")
+            log.info("actor %d connected: envs [%d, %d)", self.task, info.env_id_begin, info.env_id_end)
+            self._loop(client, slots, max_steps)
+        finally:
+            for slot in slots:
+                slot.close()
+
+    def _message(self, slots: List[_EnvSlot]) -> StepBatch:
+        return StepBatch(
+            env_ids=np.array([s.env_id for s in slots], np.int32),
+            run_ids=np.array([s.run_id for s in slots], np.int64),
+            env_outputs=EnvOutput(
+                reward=np.array([s.reward for s in slots], np.float32),
+                done=np.array([s.done for s in slots], np.bool_),
+                observation=_stack([s.observation for s in slots]),
+                abandoned=np.array([s.abandoned for s in slots], np.bool_),
+                episode_step=np.array([s.episode_step for s in slots], np.int32),
+            ),
+            raw_rewards=np.array([s.raw_reward for s in slots], np.float32),
+        )
+
+    def _loop(self, client: LearnerClient, slots: List[_EnvSlot], max_steps: Optional[int]) -> None:
+        last_log = time.monotonic()
+        while not self._stop.is_set() and (max_steps is None or self.steps < max_steps):
+            actions = client.step(self._message(slots))
+            truncated: List[_EnvSlot] = []
+            for slot, action in zip(slots, actions):
+                try:
+                    obs, reward, terminated, trunc, env_info = slot.env.step(action)
+                except Exception:
+                    log.exception("actor %d: env %d raised; re-creating it with a new run id",
+                                  self.task, slot.env_id)
+                    self.env_restarts += 1
+                    slot.restart()
+                    continue
+                slot.episode_step += 1
+                slot.reward = float(reward)
+                slot.raw_reward = float(env_info.get("score_reward", reward)) if env_info else float(reward)
+                slot.abandoned = False
+                slot.done = bool(terminated or trunc)
+                slot.observation = obs
+                if slot.done:
+                    self.episodes += 1
+                    if trunc and not terminated:
+                        truncated.append(slot)
+                        slot.done = False  # the terminal observation goes in the extra message first
+                    else:
+                        slot.observation, _ = slot.env.reset()
+                        slot.episode_step = 0
+            if truncated:
+                client.step(self._message(truncated))  # actions for terminal observations are ignored
+                for slot in truncated:
+                    slot.observation, _ = slot.env.reset()
+                    slot.reward = slot.raw_reward = 0.0
+                    slot.done = slot.abandoned = True
+                    slot.episode_step = 0
+            self.steps += 1
+            if time.monotonic() - last_log > self.log_period_s:
+                last_log = time.monotonic()
+                log.info("actor %d: %d steps, %d episodes, %d env restarts, %d reconnects",
+                         self.task, self.steps, self.episodes, self.env_restarts, self.reconnects)
+
+
+def run_actor(server_address: str, task: int, auth_token: str = "", connect_timeout_s: Optional[float] = None,
+              max_steps: Optional[int] = None) -> Actor:
+    actor = Actor(server_address, task, auth_token=auth_token, connect_timeout_s=connect_timeout_s)
+    actor.run(max_steps=max_steps)
+    return actor

@@ -1,0 +1,116 @@
+"""The V-trace (IMPALA) agent: an actor-critic network acting through a categorical policy, trained off-policy
+with V-trace targets. It plugs into the algorithm-agnostic learner through the ``seed_rl.types.Agent`` protocol."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from seed_rl.agents.vtrace.config import VTraceConfig
+from seed_rl.agents.vtrace.loss import compute_loss
+from seed_rl.networks import ActorCriticNetwork, ImpalaDeepTorso, MLPTorso
+from seed_rl.ops.distributions import get_distribution
+from seed_rl.types import ArraySpec, EnvOutput, ObservationSpec
+
+
+class AgentOutput(NamedTuple):
+    action: Any
+    """int32 [B]: the sampled action a_t."""
+    policy_logits: Any
+    """float32 [B, A]: the behaviour policy mu's logits."""
+    baseline: Any
+    """float32 [B]: V(o_t) at acting time."""
+
+
+class EntropyCost(tf.Module):
+    """The original's trainable entropy coefficient: cost = exp(k * p), p0 = log(cost0) / k, |p| <= 20 / k."""
+
+    def __init__(self, initial_cost: float, adjustment_speed: float):
+        super().__init__(name="entropy_cost")
+        self.k = float(adjustment_speed)
+        p0 = np.log(initial_cost) / self.k if initial_cost > 0 else -20.0 / self.k
+        self.param = tf.Variable(p0, dtype=tf.float32, trainable=True, name="entropy_cost_param")
+
+    def __call__(self) -> tf.Tensor:
+        limit = 20.0 / self.k
+        return tf.exp(self.k * tf.clip_by_value(self.param, -limit, limit))
+
+
+def build_network(config: VTraceConfig, observation_spec: ObservationSpec, action_spec: ArraySpec,
+                  policy_size: int) -> ActorCriticNetwork:
+    if config.network == "impala_deep":
+        torso = ImpalaDeepTorso()
+    else:
+        torso = MLPTorso(config.mlp_sizes)
+    return ActorCriticNetwork(torso, num_actions=max(action_spec.num_values, 1), policy_size=policy_size,
+                              lstm_size=config.lstm_size, use_reward_and_action=config.use_reward_and_action)
+
+
+class VTraceAgent:
+    """Acts with the actor-critic network and computes the V-trace loss."""
+
+    name = "vtrace"
+
+    def __init__(self, config: VTraceConfig, observation_spec: ObservationSpec, action_spec: ArraySpec):
+        self.config = config
+        self.observation_spec = observation_spec
+        self.action_spec = action_spec
+        self.distribution = get_distribution(action_spec)
+        self.network = build_network(config, observation_spec, action_spec,
+                                     self.distribution.param_size(action_spec.num_values))
+        self.entropy_cost = EntropyCost(config.entropy_cost, config.entropy_cost_adjustment_speed)
+        self._build()
+
+    # -- Agent protocol --------------------------------------------------------------------------------------
+    def initial_state(self, batch_size):
+        return self.network.initial_state(batch_size)
+
+    def act(self, prev_actions, env_outputs: EnvOutput, agent_state):
+        outputs, new_state = self.network(prev_actions, env_outputs, agent_state, unroll=False)
+        action = self.distribution.sample(outputs.policy_logits)
+        return AgentOutput(tf.cast(action, tf.int32), outputs.policy_logits, outputs.baseline), new_state
+
+    def loss(self, unroll):
+        return compute_loss(self, unroll)
+
+    @property
+    def trainable_variables(self):
+        return list(self.network.trainable_variables) + [self.entropy_cost.param]
+
+    def checkpoint_items(self) -> dict:
+        return {"network": self.network, "entropy_cost": self.entropy_cost}
+
+    def make_optimizer(self, total_train_steps: int):
+        c = self.config
+        if c.lr_schedule == "linear":
+            lr = keras.optimizers.schedules.PolynomialDecay(
+                c.learning_rate, decay_steps=max(int(total_train_steps), 1), end_learning_rate=0.0)
+        else:
+            lr = c.learning_rate
+        if c.optimizer == "rmsprop":
+            opt = keras.optimizers.RMSprop(learning_rate=lr, rho=c.rms_decay, momentum=c.rms_momentum,
+                                           epsilon=c.rms_epsilon)
+        else:
+            opt = keras.optimizers.Adam(learning_rate=lr, beta_1=c.adam_beta1, epsilon=c.adam_epsilon)
+        if c.clip_norm:
+            opt.global_clipnorm = c.clip_norm
+        return opt
+
+    def agent_output_spec(self, batch_size=None):
+        return AgentOutput(
+            action=tf.TensorSpec([batch_size], tf.int32),
+            policy_logits=tf.TensorSpec([batch_size, self.distribution.param_size(self.action_spec.num_values)],
+                                        tf.float32),
+            baseline=tf.TensorSpec([batch_size], tf.float32),
+        )
+
+    # -- helpers -----------------------------------------------------------------------------------------------
+    def _build(self) -> None:
+        """Creates the variables by running one step on zeros."""
+        from seed_rl.learner.specs import zeros_env_output  # local import: learner helpers, no cycle at import
+
+        env_output = zeros_env_output(self.observation_spec, 1)
+        self.act(tf.zeros([1], tf.int32), env_output, self.initial_state(1))

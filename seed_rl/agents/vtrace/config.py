@@ -1,0 +1,58 @@
+"""Hyperparameters of the V-trace (IMPALA) agent, with the original's defaults and where they come from."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+from seed_rl.config import field
+
+
+@dataclasses.dataclass(frozen=True)
+class VTraceConfig:
+    # Loss (agents/vtrace/learner.py flags of the original).
+    discounting: float = field(0.99, "Discount factor gamma.")
+    lambda_: float = field(1.0, "V-trace lambda (trace cutting); 1.0 is the IMPALA paper's V-trace.")
+    baseline_cost: float = field(0.5, "Weight of the baseline loss (itself 0.5 * mean squared error).")
+    entropy_cost: float = field(0.00025, "Initial entropy bonus coefficient.")
+    target_entropy: Optional[float] = field(
+        None, "If set, the entropy coefficient is adapted (Lagrange-style) to reach this entropy."
+    )
+    entropy_cost_adjustment_speed: float = field(
+        10.0, "Speed of the entropy coefficient adaptation: cost = exp(speed * p)."
+    )
+    kl_cost: float = field(0.0, "Weight of the KL(behaviour || target) term.")
+    max_abs_reward: float = field(0.0, "Clip rewards to [-x, x] in the loss; 0 means no clipping.")
+    clip_rho_threshold: float = field(1.0, "rho-bar of V-trace.")
+    clip_pg_rho_threshold: float = field(1.0, "rho-bar of the policy-gradient advantage.")
+    # Optimizer (DMLab main file: RMSprop with linear decay; MuJoCo main file: constant Adam).
+    optimizer: str = field("rmsprop", "rmsprop or adam.")
+    learning_rate: float = field(0.00031866995608948655, "Initial learning rate (dmlab/vtrace_main.py).")
+    lr_schedule: str = field("linear", "linear (decay to 0 at the last step, as the original) or constant.")
+    rms_decay: float = field(0.99, "RMSprop decay (rho).")
+    rms_momentum: float = field(0.0, "RMSprop momentum.")
+    rms_epsilon: float = field(0.1, "RMSprop epsilon.")
+    adam_beta1: float = field(0.9, "Adam beta_1.")
+    adam_epsilon: float = field(1e-7, "Adam epsilon.")
+    clip_norm: float = field(0.0, "Clip gradients by global norm; 0 means none (the original clips none).")
+    # Network.
+    network: str = field("impala_deep", "impala_deep (image observations) or mlp (vector observations).")
+    mlp_sizes: tuple = field((64, 64), "Hidden sizes of the MLP torso (mujoco/vtrace_main.py: 2 x 64).")
+    lstm_size: int = field(256, "LSTM units of the core; 0 for a feed-forward core.")
+    use_reward_and_action: bool = field(
+        True, "Feed the clipped reward and the one-hot previous action to the core (DMLab/Atari network)."
+    )
+    # Testing aid: a learner with the policy-gradient sign flipped must fail the learning tests.
+    flip_policy_gradient: bool = field(False, "Testing only: flip the policy-gradient sign.")
+
+    def __post_init__(self) -> None:
+        if self.optimizer not in ("rmsprop", "adam"):
+            raise ValueError(f"optimizer must be rmsprop or adam, got {self.optimizer!r}")
+        if self.lr_schedule not in ("linear", "constant"):
+            raise ValueError(f"lr_schedule must be linear or constant, got {self.lr_schedule!r}")
+        if self.network not in ("impala_deep", "mlp"):
+            raise ValueError(f"network must be impala_deep or mlp, got {self.network!r}")
+        if not 0.0 <= self.discounting <= 1.0:
+            raise ValueError(f"discounting must be in [0, 1], got {self.discounting}")
+        if not 0.0 <= self.lambda_ <= 1.0:
+            raise ValueError(f"lambda_ must be in [0, 1], got {self.lambda_}")

@@ -1,0 +1,242 @@
+"""The ``seed-rl`` command line: ``train`` (learner + local actors), ``learner``, ``actor``, ``eval``.
+
+This is the only module that parses flags. Flags are generated from the config dataclasses (their help text is
+the field's documentation); a run starts from a preset (``--preset``, default ``<env>_<agent>``) and every flag
+given on the command line overrides one field of it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import sys
+import typing
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from absl import flags
+
+from seed_rl import agents as agents_lib
+from seed_rl.config import Config, EnvConfig, RunConfig, replace
+
+USAGE = """\
+usage: seed-rl <command> [--flag=value ...]
+
+commands:
+  train     train locally: a learner in this process and --num_actors actor processes on loopback
+  learner   run only the learner (serves actors on --server_address, e.g. 0.0.0.0:8686)
+  actor     run one actor (--task=N) against a learner at --server_address; config comes from the learner
+  eval      evaluate the latest checkpoint of --logdir on a few episodes (no gRPC)
+
+`seed-rl <command> --help` lists the flags of a command with their defaults and meaning.
+"""
+
+# Flag name -> (section, field). Environment fields get readable names; `--game` is an alias of `--env_name`.
+_ENV_FLAG_NAMES = {"family": "env", "name": "env_name", "seed": None}
+_ACTOR_FLAGS = ("server_address", "task", "auth_token", "connect_timeout_s", "verbosity_level")
+
+
+def _type_of(cls: type, name: str) -> Any:
+    return typing.get_type_hints(cls)[name]
+
+
+def _collect_fields() -> List[Tuple[str, str, dataclasses.Field, Any]]:
+    """(flag name, section, field, type) for every configurable field, agents included."""
+    out = []
+    for f in dataclasses.fields(EnvConfig):
+        name = _ENV_FLAG_NAMES.get(f.name, f.name)
+        if name:
+            out.append((name, "env", f, _type_of(EnvConfig, f.name)))
+    for f in dataclasses.fields(RunConfig):
+        out.append((f.name, "run", f, _type_of(RunConfig, f.name)))
+    seen = {name for name, *_ in out}
+    for agent in agents_lib.AGENT_NAMES:
+        cls = agents_lib.config_class(agent)
+        for f in dataclasses.fields(cls):
+            if f.name in seen:
+                continue
+            seen.add(f.name)
+            out.append((f.name, "agent", f, _type_of(cls, f.name)))
+    return out
+
+
+def _define(flag_values: flags.FlagValues, name: str, typ: Any, help_text: str) -> None:
+    origin = typing.get_origin(typ)
+    args = typing.get_args(typ)
+    if origin is typing.Union and type(None) in args:
+        typ = next(a for a in args if a is not type(None))
+    if typ is bool:
+        flags.DEFINE_boolean(name, None, help_text, flag_values=flag_values)
+    elif typ is int:
+        flags.DEFINE_integer(name, None, help_text, flag_values=flag_values)
+    elif typ is float:
+        flags.DEFINE_float(name, None, help_text, flag_values=flag_values)
+    elif typ is tuple or typing.get_origin(typ) is tuple:
+        flags.DEFINE_list(name, None, help_text, flag_values=flag_values)
+    else:
+        flags.DEFINE_string(name, None, help_text, flag_values=flag_values)
+
+
+def _make_flags(command: str) -> Tuple[flags.FlagValues, List[Tuple[str, str, dataclasses.Field, Any]]]:
+    fv = flags.FlagValues()
+    fields: List[Tuple[str, str, dataclasses.Field, Any]] = []
+    if command in ("train", "learner"):
+        fields = _collect_fields()
+        for name, section, f, typ in fields:
+            default = f.default if f.default is not dataclasses.MISSING else None
+            _define(fv, name, typ, f"{f.metadata.get('help', '')} [{section}; default {default!r}]")
+        flags.DEFINE_string("game", None, "Alias of --env_name for Atari (e.g. Pong, Breakout).", flag_values=fv)
+        flags.DEFINE_string("agent", None, f"Agent: one of {', '.join(agents_lib.AGENT_NAMES)} [default vtrace].",
+                            flag_values=fv)
+        flags.DEFINE_string("preset", None, "Named preset to start from; default <env>_<agent>.", flag_values=fv)
+        if command == "train":
+            flags.DEFINE_enum("actor_mode", "process", ["process", "thread"],
+                              "Run actors as subprocesses (default) or threads of this process.", flag_values=fv)
+    elif command == "actor":
+        flags.DEFINE_string("server_address", "127.0.0.1:8686", "Learner address host:port.", flag_values=fv)
+        flags.DEFINE_integer("task", 0, "Actor index; owns env ids [task*env_batch_size, (task+1)*env_batch_size).",
+                             flag_values=fv)
+        flags.DEFINE_string("auth_token", "", "Shared secret, if the learner requires one.", flag_values=fv)
+        flags.DEFINE_float("connect_timeout_s", None, "Give up connecting after this long; default: wait forever.",
+                           flag_values=fv)
+    elif command == "eval":
+        flags.DEFINE_string("logdir", None, "Run directory with config.json and checkpoints.", flag_values=fv)
+        flags.DEFINE_integer("num_episodes", 10, "Episodes to evaluate.", flag_values=fv)
+        flags.DEFINE_boolean("greedy", False, "Act greedily (argmax) instead of sampling.", flag_values=fv)
+    flags.DEFINE_string("log_level", "WARNING", "Python logging level (DEBUG, INFO, WARNING, ERROR).", flag_values=fv)
+    return fv, fields
+
+
+def _convert(value: Any, typ: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(int(x) if str(x).lstrip("-").isdigit() else float(x) for x in value)
+    return value
+
+
+def resolve_config(fv: flags.FlagValues, fields) -> Config:
+    """Preset + explicitly given flags -> Config."""
+    from seed_rl.configs import get_preset
+
+    family = fv["env"].value if fv["env"].present else "classic"
+    agent = fv["agent"].value if fv["agent"].present else "vtrace"
+    preset = fv["preset"].value or f"{family}_{agent}"
+    config = get_preset(preset)
+    changes: Dict[str, Dict[str, Any]] = {"env": {}, "run": {}, "agent": {}}
+    for name, section, f, typ in fields:
+        if fv[name].present:
+            changes[section][f.name] = _convert(fv[name].value, typ)
+    if fv["game"].present:
+        changes["env"]["name"] = fv["game"].value
+    if fv["seed"].present:
+        changes["env"]["seed"] = fv["seed"].value
+    agent_cfg = config.agent
+    known = {f.name for f in dataclasses.fields(agent_cfg)}
+    unknown = set(changes["agent"]) - known
+    if unknown:
+        raise ValueError(f"flag(s) {sorted(unknown)} do not apply to the {agent} agent")
+    return Config(env=replace(config.env, **changes["env"]), run=replace(config.run, **changes["run"]),
+                  agent_name=config.agent_name, agent=replace(agent_cfg, **changes["agent"]))
+
+
+def _default_logdir(config: Config) -> str:
+    name = config.env.name.replace("/", "_")
+    return os.path.join("runs", f"{config.env.family}_{name}_{config.agent_name}")
+
+
+def _help(command: str) -> str:
+    fv, _ = _make_flags(command)
+    lines = [f"usage: seed-rl {command} [--flag=value ...]", ""]
+    for name in sorted(fv):
+        flag = fv[name]
+        lines.append(f"  --{name}: {flag.help}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str]) -> int:
+    argv = list(argv)
+    if len(argv) < 2 or argv[1] in ("-h", "--help", "help"):
+        print(USAGE)
+        return 0 if len(argv) >= 2 else 2
+    command, rest = argv[1], argv[2:]
+    if command not in ("train", "learner", "actor", "eval"):
+        print(f"seed-rl: unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
+        return 2
+    if any(a in ("-h", "--help", "--helpfull") for a in rest):
+        print(_help(command))
+        return 0
+    fv, fields = _make_flags(command)
+    try:
+        fv([argv[0]] + rest)
+    except flags.Error as e:
+        print(f"seed-rl {command}: {e}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=getattr(logging, str(fv["log_level"].value).upper(), logging.WARNING),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if command == "actor":
+        return _run_actor(fv)
+    if command == "eval":
+        return _run_eval(fv)
+    try:
+        config = resolve_config(fv, fields)
+    except ValueError as e:
+        print(f"seed-rl {command}: {e}", file=sys.stderr)
+        return 2
+    if not config.run.logdir:
+        config = replace(config, run=replace(config.run, logdir=_default_logdir(config)))
+    if command == "train":
+        from seed_rl.launch.local import train
+
+        keep = fv["server_address"].present
+        train(config, actor_mode=fv["actor_mode"].value, keep_address=keep)
+        return 0
+    from seed_rl.learner.learner import Learner
+
+    learner = Learner(config)
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_: learner.stop())
+    try:
+        learner.run()
+    except KeyboardInterrupt:
+        learner.stop()
+    return 0
+
+
+def _run_actor(fv: flags.FlagValues) -> int:
+    from seed_rl.actors.actor import Actor
+    from seed_rl.transport.errors import ProtocolMismatchError
+
+    actor = Actor(fv["server_address"].value, fv["task"].value, auth_token=fv["auth_token"].value,
+                  connect_timeout_s=fv["connect_timeout_s"].value)
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_: actor.stop())
+    try:
+        actor.run()
+    except ProtocolMismatchError as e:
+        print(f"seed-rl actor {fv['task'].value}: {e}", file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _run_eval(fv: flags.FlagValues) -> int:
+    from seed_rl.evaluate import evaluate
+
+    if not fv["logdir"].value:
+        print("seed-rl eval: --logdir is required", file=sys.stderr)
+        return 2
+    returns = evaluate(fv["logdir"].value, num_episodes=fv["num_episodes"].value, greedy=fv["greedy"].value)
+    print(f"seed-rl eval: {len(returns)} episodes, mean return {sum(returns) / len(returns):.2f}, "
+          f"min {min(returns):.2f}, max {max(returns):.2f}")
+    return 0
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main(sys.argv))
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,190 @@
+"""Typed, frozen configuration shared by the learner and the actors, with a JSON round trip.
+
+The dataclasses here are the single source of truth: `seed_rl/cli.py` generates its flags from the field
+docstrings (``metadata['help']``), the learner writes the resolved config to ``<logdir>/config.json``, and the
+actors receive it as JSON in the handshake (never as a pickle). Agent hyperparameters live in
+``seed_rl/agents/<algo>/config.py`` and are carried in ``Config.agent``.
+
+Importing this module imports no TensorFlow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, Mapping, TypeVar
+
+__all__ = ["EnvConfig", "RunConfig", "Config", "field", "auto_inference_batch_size"]
+
+T = TypeVar("T")
+
+
+def field(default: Any, help: str, **kwargs: Any) -> Any:  # noqa: A002 - mirrors absl's flag `help`
+    """A dataclass field with a help text (used for `--help` and the docs)."""
+    return dataclasses.field(default=default, metadata={"help": help, **kwargs})
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvConfig:
+    """Which environment every actor creates, and how it is preprocessed."""
+
+    family: str = field("classic", "Environment family: classic (any gymnasium id), atari, test.")
+    name: str = field(
+        "CartPole-v1",
+        "Gymnasium id (classic), game name such as Pong (atari), or test env name (test).",
+    )
+    num_action_repeats: int = field(
+        1, "Action repeat / frame skip. Frames are counted as agent steps x this number."
+    )
+    max_random_noops: int = field(30, "Atari: up to this many no-op actions after each reset.")
+    sticky_actions: bool = field(False, "Atari: sticky actions with probability 0.25 (v0 ids).")
+    max_episode_frames: int = field(108_000, "Atari: raw-frame cap per episode (30 minutes at 60 Hz).")
+    seed: int = field(0, "Base seed; env i is seeded with seed + i.")
+
+    def __post_init__(self) -> None:
+        if self.num_action_repeats < 1:
+            raise ValueError(f"num_action_repeats must be >= 1, got {self.num_action_repeats}")
+        if self.family not in ("classic", "atari", "test"):
+            raise ValueError(
+                f"unknown env family {self.family!r}; known families: classic, atari, test"
+            )
+
+
+def auto_inference_batch_size(num_envs: int, env_batch_size: int) -> int:
+    """The original's default: half of the envs, so one batch runs while the other half steps."""
+    return max(env_batch_size, num_envs // 2)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """The SEED machinery: how many actors and envs, batching, unrolls, budget, checkpoints."""
+
+    logdir: str = field("", "Run directory: config, summaries, checkpoints, episodes.csv.")
+    num_actors: int = field(2, "Number of actor processes.")
+    env_batch_size: int = field(8, "Environments per actor, sent together in one message per step.")
+    num_envs: int = field(0, "Total envs across actors; 0 means num_actors * env_batch_size.")
+    inference_batch_size: int = field(
+        -1, "Env rows per inference batch; -1 means max(env_batch_size, num_envs // 2)."
+    )
+    max_batch_wait_ms: float = field(
+        2.0, "Run a partial inference batch once its oldest row has waited this long."
+    )
+    wait_for_full_batch: bool = field(
+        False, "Original behaviour: run inference only on a full batch (no deadline)."
+    )
+    unroll_length: int = field(100, "Steps per unroll (each unroll stores unroll_length + 1 steps).")
+    batch_size: int = field(32, "Unrolls per training batch.")
+    unroll_queue_size: int = field(
+        0, "Capacity of the unroll queue in unrolls; 0 means batch_size (back-pressure)."
+    )
+    total_environment_frames: int = field(
+        1_000_000_000, "Stop after this many environment frames (agent steps x action repeats)."
+    )
+    target_return: float = field(
+        0.0, "Stop early once the mean return of the last 20 episodes reaches this; 0 disables."
+    )
+    save_checkpoint_secs: float = field(1800.0, "Checkpoint period in seconds (also at exit).")
+    summary_period_secs: float = field(10.0, "Period of scalar summaries in seconds.")
+    server_address: str = field(
+        "127.0.0.1:8686", "Learner listen address / actor connect address (host:port)."
+    )
+    auth_token: str = field("", "Shared secret remote actors must present (empty: none).")
+    seed: int = field(0, "Seed for the learner's and actors' random number generators.")
+
+    @property
+    def resolved_num_envs(self) -> int:
+        return self.num_envs or self.num_actors * self.env_batch_size
+
+    @property
+    def resolved_inference_batch_size(self) -> int:
+        if self.inference_batch_size > 0:
+            return self.inference_batch_size
+        return auto_inference_batch_size(self.resolved_num_envs, self.env_batch_size)
+
+    @property
+    def resolved_unroll_queue_size(self) -> int:
+        return self.unroll_queue_size or self.batch_size
+
+    def __post_init__(self) -> None:
+        if self.num_actors < 1 or self.env_batch_size < 1:
+            raise ValueError("num_actors and env_batch_size must be >= 1")
+        if self.num_envs and self.num_envs < self.num_actors * self.env_batch_size:
+            raise ValueError(
+                f"num_envs={self.num_envs} is smaller than num_actors * env_batch_size = "
+                f"{self.num_actors * self.env_batch_size}: some actors would own no valid env id"
+            )
+        if self.unroll_length < 1 or self.batch_size < 1:
+            raise ValueError("unroll_length and batch_size must be >= 1")
+        if self.wait_for_full_batch and self.resolved_inference_batch_size % self.env_batch_size:
+            raise ValueError(
+                "with wait_for_full_batch, inference_batch_size must be a multiple of env_batch_size "
+                f"(got {self.resolved_inference_batch_size} and {self.env_batch_size})"
+            )
+        if self.resolved_inference_batch_size > self.resolved_num_envs and self.wait_for_full_batch:
+            raise ValueError(
+                "with wait_for_full_batch, inference_batch_size must not exceed num_envs, or no "
+                "batch would ever fill"
+            )
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Everything a run needs. ``agent`` is the agent's own config dataclass (or a dict in actors)."""
+
+    env: EnvConfig = dataclasses.field(default_factory=EnvConfig)
+    run: RunConfig = dataclasses.field(default_factory=RunConfig)
+    agent_name: str = "vtrace"
+    agent: Any = None
+
+    def to_json(self) -> str:
+        return json.dumps(to_dict(self), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str, agent_config_cls: type | None = None) -> "Config":
+        d = json.loads(text)
+        agent = d.get("agent")
+        if agent_config_cls is not None and isinstance(agent, Mapping):
+            agent = from_dict(agent_config_cls, agent)
+        return cls(
+            env=from_dict(EnvConfig, d.get("env", {})),
+            run=from_dict(RunConfig, d.get("run", {})),
+            agent_name=d.get("agent_name", "vtrace"),
+            agent=agent,
+        )
+
+
+def to_dict(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [to_dict(x) for x in obj]
+    if isinstance(obj, Mapping):
+        return {k: to_dict(v) for k, v in obj.items()}
+    return obj
+
+
+def from_dict(cls: type[T], d: Mapping[str, Any]) -> T:
+    """Builds dataclass ``cls`` from a dict, refusing unknown keys with a clear message."""
+    names = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = set(d) - set(names)
+    if unknown:
+        raise ValueError(f"unknown {cls.__name__} field(s): {sorted(unknown)}")
+    kwargs = {}
+    for k, v in d.items():
+        f = names[k]
+        if isinstance(v, list):
+            v = tuple(v)
+        kwargs[k] = v
+        del f
+    return cls(**kwargs)
+
+
+def replace(obj: T, **changes: Any) -> T:
+    return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
+
+
+def help_of(cls: type, name: str) -> str:
+    for f in dataclasses.fields(cls):
+        if f.name == name:
+            return str(f.metadata.get("help", ""))
+    raise KeyError(name)

@@ -1,0 +1,27 @@
+"""Named presets: one function per (environment family, agent), with the provenance of every number.
+
+``get_preset(name)`` returns a ``Config``; flags override individual fields. The default preset of a run is
+``f"{env_family}_{agent}"``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict
+
+from seed_rl.configs.presets import atari_vtrace, classic_vtrace, test_vtrace
+from seed_rl.config import Config
+
+PRESETS: Dict[str, Callable[[], Config]] = {
+    "classic_vtrace": classic_vtrace,
+    "atari_vtrace": atari_vtrace,
+    "test_vtrace": test_vtrace,
+}
+
+
+def get_preset(name: str) -> Config:
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; known presets: {', '.join(sorted(PRESETS))}")
+    return PRESETS[name]()
+
+
+__all__ = ["PRESETS", "get_preset"]

@@ -1,0 +1,161 @@
+"""The local launcher: one learner (in this process) and N actor processes (or threads) on loopback.
+
+It restarts an actor that dies (an actor killed with SIGKILL comes back with new run ids), stops every process it
+started on Ctrl-C / SIGTERM or when training ends, and never deletes a run directory: launching again on the
+same run directory resumes from the last checkpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import List, Optional
+
+from seed_rl.config import Config, replace
+
+log = logging.getLogger("seed_rl.launch")
+
+
+def _set_parent_death_signal() -> None:  # pragma: no cover - runs in the child
+    """Ask Linux to SIGTERM the actor if the launcher dies without cleaning up."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+class LocalRun:
+    """Learner in this process, actors as subprocesses (``actor_mode='process'``) or threads (``'thread'``)."""
+
+    def __init__(self, config: Config, actor_mode: str = "process", status_stream=None,
+                 restart_actors: bool = True):
+        from seed_rl.learner.learner import Learner  # TensorFlow only here, not at import of seed_rl.launch
+
+        host = config.run.server_address.rsplit(":", 1)[0] or "127.0.0.1"
+        if host in ("0.0.0.0", "[::]"):
+            host = "127.0.0.1"
+        self.config = config
+        self.learner = Learner(config, status_stream=status_stream)
+        self.host = host
+        self.actor_mode = actor_mode
+        self.restart_actors = restart_actors
+        self._stopping = threading.Event()
+        self.processes: List[Optional[subprocess.Popen]] = []
+        self.threads: list = []
+        self.actor_restarts = 0
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def _actor_command(self, task: int) -> List[str]:
+        cmd = [sys.executable, "-m", "seed_rl", "actor", f"--server_address={self.address}", f"--task={task}"]
+        if self.config.run.auth_token:
+            cmd.append(f"--auth_token={self.config.run.auth_token}")
+        return cmd
+
+    def _start_actor(self, task: int) -> None:
+        if self.actor_mode == "process":
+            proc = subprocess.Popen(self._actor_command(task), start_new_session=True,
+                                    preexec_fn=_set_parent_death_signal)
+            print(f"seed_rl launcher: started actor {task} (pid {proc.pid})", flush=True)
+            self.processes[task] = proc
+        else:
+            from seed_rl.actors.actor import Actor
+
+            actor = Actor(self.address, task, auth_token=self.config.run.auth_token)
+            thread = threading.Thread(target=actor.run, name=f"actor-{task}", daemon=True)
+            thread.start()
+            self.threads[task] = (actor, thread)
+
+    def _monitor(self) -> None:
+        backoff = [0.5] * len(self.processes)
+        while not self._stopping.wait(0.5):
+            for task, proc in enumerate(self.processes):
+                if proc is None or proc.poll() is None:
+                    continue
+                if self._stopping.is_set() or not self.restart_actors:
+                    return
+                print(f"seed_rl launcher: actor {task} (pid {proc.pid}) exited with code {proc.returncode}; "
+                      f"restarting it", flush=True)
+                self.actor_restarts += 1
+                time.sleep(backoff[task])
+                backoff[task] = min(backoff[task] * 2, 10.0)
+                if not self._stopping.is_set():
+                    self._start_actor(task)
+
+    def run(self) -> None:
+        n = self.config.run.num_actors
+        self.port = self.learner.start()
+        self.processes = [None] * n
+        self.threads = [None] * n
+        for task in range(n):
+            self._start_actor(task)
+        monitor = threading.Thread(target=self._monitor, name="actor-monitor", daemon=True)
+        monitor.start()
+        previous = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, self._on_signal)
+        try:
+            self.learner.run()
+        finally:
+            self._stopping.set()
+            self._stop_actors()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _on_signal(self, signum, frame) -> None:
+        print(f"\nseed_rl launcher: received signal {signum}; stopping (a second Ctrl-C is not needed)",
+              flush=True)
+        self._stopping.set()
+        self.learner.stop()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.learner.stop()
+
+    def _stop_actors(self, timeout: float = 5.0) -> None:
+        for proc in self.processes:
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+        deadline = time.monotonic() + timeout
+        for proc in self.processes:
+            if proc is None:
+                continue
+            try:
+                proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for item in self.threads:
+            if item is not None:
+                item[0].stop()
+        for item in self.threads:
+            if item is not None:
+                item[1].join(timeout=timeout)
+
+
+def train(config: Config, actor_mode: str = "process", status_stream=None, keep_address: bool = False) -> LocalRun:
+    """Trains locally (learner here, actors as processes or threads) and returns the finished run.
+
+    The learner binds a free loopback port unless ``keep_address`` (then ``config.run.server_address`` is used).
+    """
+    if not keep_address:
+        config = replace(config, run=replace(config.run, server_address="127.0.0.1:0"))
+    run = LocalRun(config, actor_mode=actor_mode, status_stream=status_stream)
+    run.run()
+    return run
+
+
+def default_logdir(config: Config) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return os.path.join("runs", f"{config.env.family}-{config.env.name}-{config.agent_name}-{stamp}")

@@ -1,0 +1,140 @@
+"""The learner's inference step: one compiled TF function over a batch of env rows from several actors.
+
+For each row it resets the env's state on a new run id, accounts episode statistics, runs the agent on the
+previous action, the env output and the recurrent state read from the per-env tables, appends the step to the
+unroll store and writes the new state back. It returns the actions, the unrolls completed by this step (with the
+recurrent state at their first step) and the episodes that finished.
+
+This is the original's ``inference`` tf.function (agents/vtrace/learner.py), made algorithm-agnostic: anything
+that follows the Agent protocol (``initial_state``, ``act``) plugs in.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import tensorflow as tf
+
+from seed_rl.learner import specs as specs_lib
+from seed_rl.learner.tables import EnvTable, UnrollStore
+from seed_rl.types import EnvOutput, Unroll
+
+
+class EpisodeStats(NamedTuple):
+    frames: Any
+    """int64: environment frames in the episode."""
+    steps: Any
+    """int32: agent steps in the episode."""
+    episode_return: Any
+    raw_return: Any
+
+
+class InferenceOutput(NamedTuple):
+    actions: Any
+    """[N] actions, one per input row, in input order."""
+    completed_env_ids: Any
+    """int32 [C]: envs whose unroll completed in this step."""
+    unrolls: Unroll
+    """Batch-major [C, T + 1, ...] unrolls (agent_state [C, ...])."""
+    finished_env_ids: Any
+    """int32 [E]: envs whose episode finished in this step."""
+    finished: EpisodeStats
+    """[E] statistics of the finished episodes."""
+    reset_env_ids: Any
+    """int32 [R]: envs seen with a new run id in this step."""
+    frames: Any
+    """int64 scalar: environment frames this step represents."""
+
+
+def _where_rows(mask, a, b):
+    def f(x, y):
+        m = tf.reshape(mask, tf.concat([tf.shape(mask), tf.ones([tf.rank(x) - 1], tf.int32)], 0))
+        return tf.where(m, x, y)
+    return tf.nest.map_structure(f, a, b)
+
+
+class InferenceStep(tf.Module):
+    """Owns the per-env tables and the unroll store; ``__call__`` is the compiled inference step."""
+
+    def __init__(self, agent, observation_spec, num_envs: int, unroll_length: int, num_action_repeats: int,
+                 policy_version: tf.Variable, num_overlapping_steps: int = 0):
+        super().__init__(name="inference_step")
+        self.agent = agent
+        self.num_envs = num_envs
+        self.num_action_repeats = num_action_repeats
+        self.policy_version = policy_version
+        state_spec = specs_lib.spec_of_tensors(agent.initial_state(1))
+        action_spec = specs_lib.spec_of_tensors(agent.agent_output_spec().action)
+        env_spec = tf.nest.map_structure(lambda s: tf.TensorSpec(s.shape[1:], s.dtype),
+                                         specs_lib.env_output_spec(observation_spec))
+        agent_output_spec = specs_lib.spec_of_tensors(agent.agent_output_spec())
+        self.run_ids = EnvTable(num_envs, tf.TensorSpec([], tf.int64), "run_ids")
+        self.agent_states = EnvTable(num_envs, state_spec, "agent_states")
+        self.first_agent_states = EnvTable(num_envs, state_spec, "first_agent_states")
+        self.prev_actions = EnvTable(num_envs, action_spec, "prev_actions")
+        self.episode_stats = EnvTable(num_envs, EpisodeStats(
+            tf.TensorSpec([], tf.int64), tf.TensorSpec([], tf.int32), tf.TensorSpec([], tf.float32),
+            tf.TensorSpec([], tf.float32)), "episode_stats")
+        step_spec = (action_spec, env_spec, agent_output_spec, tf.TensorSpec([], tf.int64))
+        self.store = UnrollStore(num_envs, unroll_length, step_spec, num_overlapping_steps)
+        self.input_signature = (
+            tf.TensorSpec([None], tf.int32),
+            tf.TensorSpec([None], tf.int64),
+            specs_lib.env_output_spec(observation_spec),
+            tf.TensorSpec([None], tf.float32),
+        )
+        self._compiled = tf.function(self._step, input_signature=self.input_signature)
+
+    def __call__(self, env_ids, run_ids, env_outputs: EnvOutput, raw_rewards) -> InferenceOutput:
+        return self._compiled(env_ids, run_ids, env_outputs, raw_rewards)
+
+    def _step(self, env_ids, run_ids, env_outputs: EnvOutput, raw_rewards):
+        n = tf.shape(env_ids)[0]
+        # 1. A new run id means a new actor connection: forget everything about that env.
+        reset = tf.not_equal(self.run_ids.read(env_ids), run_ids)
+        self.run_ids.replace(env_ids, run_ids)
+        reset_ids = tf.boolean_mask(env_ids, reset)
+        initial_state = self.agent.initial_state(n)
+        self.episode_stats.reset(reset_ids)
+        self.store.reset(reset_ids)
+        self.first_agent_states.replace(
+            reset_ids, tf.nest.map_structure(lambda s: tf.boolean_mask(s, reset), initial_state))
+        prev_states = _where_rows(reset, initial_state, self.agent_states.read(env_ids))
+        prev_actions = _where_rows(reset, tf.nest.map_structure(tf.zeros_like, self.prev_actions.read(env_ids)),
+                                   self.prev_actions.read(env_ids))
+
+        # 2. Episode statistics. A truncated episode was reported with one extra step (the terminal
+        # observation, see agents/vtrace/loss.py), which is not counted as a frame.
+        repeats = tf.cast(self.num_action_repeats, tf.int64)
+        abandoned = tf.cast(env_outputs.abandoned, tf.bool) & tf.cast(env_outputs.done, tf.bool)
+        self.episode_stats.add(env_ids, EpisodeStats(
+            tf.zeros([n], tf.int64), tf.zeros([n], tf.int32), env_outputs.reward, raw_rewards))
+        done = tf.cast(env_outputs.done, tf.bool) & ~reset
+        finished_ids = tf.boolean_mask(env_ids, done)
+        finished = self.episode_stats.read(finished_ids)
+        fake = tf.cast(tf.boolean_mask(abandoned, done), tf.int64)
+        finished = finished._replace(frames=finished.frames - fake * repeats,
+                                     steps=finished.steps - tf.cast(fake, tf.int32))
+        self.episode_stats.reset(finished_ids)
+        self.episode_stats.add(env_ids, EpisodeStats(
+            tf.fill([n], repeats), tf.ones([n], tf.int32), tf.zeros([n]), tf.zeros([n])))
+        frames = (tf.cast(n, tf.int64) - tf.reduce_sum(tf.cast(abandoned, tf.int64))) * repeats
+
+        # 3. Act.
+        agent_outputs, new_states = self.agent.act(prev_actions, env_outputs, prev_states)
+
+        # 4. Append to the unrolls; completed unrolls carry the state before their first step.
+        version = tf.fill([n], self.policy_version.read_value())
+        completed, completed_ids, steps = self.store.append(
+            env_ids, (prev_actions, env_outputs, agent_outputs, version))
+        first_states = self.first_agent_states.read(completed_ids)
+        self.first_agent_states.replace(
+            completed_ids, tf.nest.map_structure(lambda s: tf.boolean_mask(s, completed), prev_states))
+        self.agent_states.replace(env_ids, new_states)
+        self.prev_actions.replace(env_ids, agent_outputs.action)
+
+        unrolls = Unroll(agent_state=first_states, prev_actions=steps[0], env_outputs=steps[1],
+                         agent_outputs=steps[2], policy_version=steps[3])
+        return InferenceOutput(
+            actions=agent_outputs.action, completed_env_ids=completed_ids, unrolls=unrolls,
+            finished_env_ids=finished_ids, finished=finished, reset_env_ids=reset_ids, frames=frames)

@@ -1,0 +1,286 @@
+"""The learner process: gRPC server + batched inference + training thread + checkpoints + summaries.
+
+It is algorithm-agnostic: the agent (anything with the Agent protocol: ``initial_state``, ``act``, ``loss``,
+``trainable_variables``, ``make_optimizer``, ``agent_output_spec``, ``checkpoint_items``) is built from the
+config's agent name. Threads:
+
+* gRPC stream threads hand each actor message to the transport's batcher;
+* the batcher thread runs the compiled inference step and puts completed unrolls on the bounded queue (blocking
+  when it is full: back-pressure);
+* the training thread takes ``batch_size`` unrolls, runs the train step and saves checkpoints on a period;
+* the calling thread writes summaries, ``episodes.csv`` and the status line until training is done or stopped.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import math
+import os
+import threading
+import time
+from typing import Optional
+
+import numpy as np
+import tensorflow as tf
+
+from seed_rl import agents as agents_lib
+from seed_rl.config import Config
+from seed_rl.learner import summaries as summaries_lib
+from seed_rl.learner.inference import InferenceStep
+from seed_rl.learner.training import QueueClosed, Trainer, UnrollQueue, split_unrolls, stack_unrolls
+from seed_rl.transport.server import InferenceServer
+from seed_rl.types import StepBatch
+
+log = logging.getLogger("seed_rl.learner")
+
+
+def frames_per_train_step(config: Config) -> int:
+    """Environment frames consumed by one train step (the original's ``iter_frame_ratio``)."""
+    return config.run.batch_size * config.run.unroll_length * config.env.num_action_repeats
+
+
+def total_train_steps(config: Config) -> int:
+    return int(math.ceil(config.run.total_environment_frames / frames_per_train_step(config)))
+
+
+class Learner:
+    """Builds everything from a Config; ``run()`` trains until the frame budget is spent or ``stop()``."""
+
+    def __init__(self, config: Config, observation_spec=None, action_spec=None, status_stream=None):
+        if not config.run.logdir:
+            raise ValueError("config.run.logdir must be set")
+        self.config = config
+        run = config.run
+        if observation_spec is None or action_spec is None:
+            from seed_rl.envs import env_specs
+
+            observation_spec, action_spec = env_specs(config.env)
+        self.observation_spec = observation_spec
+        self.action_spec = action_spec
+        os.makedirs(run.logdir, exist_ok=True)
+        with open(os.path.join(run.logdir, "config.json"), "w") as f:
+            f.write(config.to_json())
+
+        tf.random.set_seed(run.seed)
+        self.agent = agents_lib.make_agent(config.agent_name, config.agent, observation_spec, action_spec)
+        self.num_envs = run.resolved_num_envs
+        self.policy_version = tf.Variable(0, dtype=tf.int64, trainable=False, name="train_steps")
+        self.env_frames_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="env_frames")
+        self.total_train_steps = total_train_steps(config)
+        optimizer = self.agent.make_optimizer(self.total_train_steps)
+        self.trainer = Trainer(self.agent, optimizer, self.policy_version)
+        self.checkpoint = tf.train.Checkpoint(
+            optimizer=optimizer, train_steps=self.policy_version, env_frames=self.env_frames_var,
+            **self.agent.checkpoint_items())
+        self.checkpoint_manager = tf.train.CheckpointManager(
+            self.checkpoint, os.path.join(run.logdir, "checkpoints"), max_to_keep=2,
+            keep_checkpoint_every_n_hours=6)
+        self.restored_from: Optional[str] = None
+        if self.checkpoint_manager.latest_checkpoint:
+            self.restored_from = self.checkpoint_manager.latest_checkpoint
+            self.checkpoint.restore(self.restored_from).assert_existing_objects_matched()
+        self.env_frames = int(self.env_frames_var.numpy())
+
+        self.inference = InferenceStep(
+            self.agent, observation_spec, self.num_envs, run.unroll_length, config.env.num_action_repeats,
+            self.policy_version)
+        self.queue = UnrollQueue(run.resolved_unroll_queue_size)
+        self.server = InferenceServer(
+            run.server_address, self._handle, num_envs=self.num_envs, env_batch_size=run.env_batch_size,
+            observation_spec=observation_spec, action_spec=action_spec, config_json=config.to_json(),
+            inference_batch_size=run.resolved_inference_batch_size, max_batch_wait_ms=run.max_batch_wait_ms,
+            wait_for_full_batch=run.wait_for_full_batch, auth_token=run.auth_token)
+
+        self._stop = threading.Event()
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._episodes: collections.deque = collections.deque()
+        self._metrics = summaries_lib.MetricAccumulator()
+        self._train_error: Optional[BaseException] = None
+        self._start_time = time.time()
+        self._last_checkpoint = time.monotonic()
+        self.status = summaries_lib.StatusLine(status_stream)
+
+    # -- inference (batcher thread) ------------------------------------------------------------------------
+    def _handle(self, batch: StepBatch) -> np.ndarray:
+        out = self.inference(batch.env_ids, batch.run_ids, batch.env_outputs, batch.raw_rewards)
+        frames = int(out.frames.numpy())
+        with self._lock:
+            self.env_frames += frames
+            env_frames = self.env_frames
+        if out.finished_env_ids.shape[0]:
+            stats = tf.nest.map_structure(lambda t: t.numpy(), out.finished)
+            now = time.time()
+            for i, env_id in enumerate(out.finished_env_ids.numpy()):
+                self._episodes.append(summaries_lib.Episode(
+                    env_frames, float(stats.episode_return[i]), float(stats.raw_return[i]),
+                    int(stats.frames[i]), int(stats.steps[i]), int(env_id), now))
+        if out.completed_env_ids.shape[0]:
+            unrolls = tf.nest.map_structure(lambda t: t.numpy(), out.unrolls)
+            try:
+                for unroll in split_unrolls(unrolls):
+                    self.queue.put(unroll)
+            except QueueClosed:
+                pass  # stopping: the partial data is dropped, actors get UNAVAILABLE next
+        return out.actions.numpy()
+
+    # -- training (training thread) ------------------------------------------------------------------------
+    def _train_loop(self) -> None:
+        run = self.config.run
+        try:
+            while not self._stop.is_set() and int(self.policy_version.numpy()) < self.total_train_steps:
+                batch = stack_unrolls(self.queue.get_batch(run.batch_size))
+                metrics = self.trainer.step(batch)
+                metrics = {k: float(v) for k, v in metrics.items()}
+                metrics["learning_rate"] = self.trainer.learning_rate()
+                with self._lock:
+                    self._metrics.add(metrics)
+                if time.monotonic() - self._last_checkpoint >= run.save_checkpoint_secs:
+                    self.save_checkpoint()
+        except QueueClosed:
+            pass
+        except BaseException as e:  # surfaced by run()
+            log.exception("training thread failed")
+            self._train_error = e
+        finally:
+            self._done.set()
+
+    def save_checkpoint(self) -> str:
+        with self._lock:
+            self.env_frames_var.assign(self.env_frames)
+        path = self.checkpoint_manager.save(checkpoint_number=int(self.policy_version.numpy()))
+        self._last_checkpoint = time.monotonic()
+        return path
+
+    # -- main loop -------------------------------------------------------------------------------------------
+    def start(self) -> int:
+        """Starts serving and training; returns the bound port."""
+        self.port = self.server.start()
+        self.episode_log = summaries_lib.EpisodeLog(self.config.run.logdir)
+        self.writer = summaries_lib.SummaryWriter(self.config.run.logdir)
+        self._train_thread = threading.Thread(target=self._train_loop, name="training", daemon=True)
+        self._train_thread.start()
+        return self.port
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def run(self, stop_event: Optional[threading.Event] = None) -> None:
+        """Trains until the budget is spent or stop() is called; always cleans up and saves a checkpoint."""
+        run = self.config.run
+        if not hasattr(self, "_train_thread"):
+            self.start()
+        resumed = f", resumed from {self.restored_from}" if self.restored_from else ""
+        print(f"seed_rl learner: {self.config.agent_name} on {self.config.env.family}:{self.config.env.name}, "
+              f"{self.num_envs} envs, listening on port {self.port}, run directory {run.logdir}{resumed}",
+              flush=True)
+        frame_rate = summaries_lib.RateMeter(self.env_frames)
+        step_rate = summaries_lib.RateMeter(float(self.policy_version.numpy()))
+        last_summary = time.monotonic()
+        try:
+            while not self._done.wait(timeout=min(1.0, run.summary_period_secs)):
+                if self._stop.is_set() or (stop_event is not None and stop_event.is_set()):
+                    break
+                self._drain_episodes()
+                if self._target_reached():
+                    print(f"seed_rl learner: target return {run.target_return} reached "
+                          f"(mean of the last 20 episodes: {self.episode_log.mean_recent_return():.1f})",
+                          flush=True)
+                    break
+                if time.monotonic() - last_summary >= run.summary_period_secs:
+                    last_summary = time.monotonic()
+                    self._write_summaries(frame_rate, step_rate)
+        finally:
+            self._shutdown()
+        if self._train_error is not None:
+            raise RuntimeError("the training thread failed") from self._train_error
+
+    def _target_reached(self) -> bool:
+        target = self.config.run.target_return
+        log_ = self.episode_log
+        return bool(target) and len(log_.recent) == log_.recent.maxlen and log_.mean_recent_return() >= target
+
+    def _drain_episodes(self) -> None:
+        episodes = []
+        while self._episodes:
+            episodes.append(self._episodes.popleft())
+        if episodes:
+            self.episode_log.write(episodes)
+            with self.writer._writer.as_default():
+                for ep in episodes:
+                    tf.summary.scalar("episode/return", ep.episode_return, step=ep.env_frames)
+                    tf.summary.scalar("episode/raw_return", ep.raw_return, step=ep.env_frames)
+                    tf.summary.scalar("episode/frames", ep.episode_frames, step=ep.env_frames)
+
+    def _write_summaries(self, frame_rate, step_rate) -> None:
+        with self._lock:
+            metrics = self._metrics.pop()
+            frames = self.env_frames
+        steps = int(self.policy_version.numpy())
+        fps = frame_rate.rate(frames)
+        transport = self.server.stats()
+        metrics.update({
+            "learner/env_frames_per_sec": fps,
+            "learner/train_steps_per_sec": step_rate.rate(steps),
+            "learner/train_steps": steps,
+            "learner/queue_depth": self.queue.qsize(),
+            "episode/mean_return_last_20": self.episode_log.mean_recent_return(),
+        })
+        metrics.update({f"transport/{k}": v for k, v in transport.items()
+                        if isinstance(v, (int, float))})
+        self.writer.scalars(metrics, step=frames)
+        self.status.update(summaries_lib.format_status(
+            frames, fps, self.episode_log.mean_recent_return(), float(transport.get("mean_batch_fill", 0.0)),
+            steps, self.queue.qsize(), self.queue.capacity, self.episode_log.total))
+
+    def _shutdown(self) -> None:
+        self._stop.set()
+        self.queue.close()
+        self.server.stop(grace=1.0)
+        self._train_thread.join(timeout=60)
+        self._drain_episodes()
+        self.status.finish()
+        path = self.save_checkpoint()
+        print(f"seed_rl learner: saved checkpoint {path} at {self.env_frames:,d} frames, "
+              f"{int(self.policy_version.numpy())} train steps", flush=True)
+        try:
+            export_saved_model(self.agent, os.path.join(self.config.run.logdir, "saved_model"),
+                               self.observation_spec)
+        except Exception as e:  # never lose the checkpoint because the export failed
+            log.warning("SavedModel export failed: %s", e)
+        self.episode_log.close()
+        self.writer.close()
+        png = summaries_lib.plot_learning_curve(self.config.run.logdir)
+        if png:
+            print(f"seed_rl learner: learning curve written to {png}", flush=True)
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+
+class _Policy(tf.Module):
+    """What the SavedModel serves: one step of the agent, recurrent state in and out."""
+
+    def __init__(self, agent, observation_spec):
+        super().__init__(name="policy")
+        from seed_rl.learner import specs as specs_lib
+
+        self.network = agent.network
+        self._agent = agent
+        state_spec = tf.nest.map_structure(lambda t: tf.TensorSpec([None, *t.shape[1:]], t.dtype),
+                                           agent.initial_state(1))
+        signature = (agent.agent_output_spec().action, specs_lib.env_output_spec(observation_spec), state_spec)
+        self.step = tf.function(self._step, input_signature=signature)
+        self.initial_state = tf.function(lambda batch_size: agent.initial_state(batch_size),
+                                         input_signature=[tf.TensorSpec([], tf.int32)])
+
+    def _step(self, prev_actions, env_outputs, agent_state):
+        outputs, new_state = self._agent.act(prev_actions, env_outputs, agent_state)
+        return {"outputs": outputs._asdict(), "agent_state": new_state}
+
+
+def export_saved_model(agent, path: str, observation_spec) -> str:
+    tf.saved_model.save(_Policy(agent, observation_spec), path)
+    return path

@@ -1,0 +1,180 @@
+"""Everything the learner reports: TensorBoard scalars (namespaced keys), ``episodes.csv``, the live status line,
+and the learning-curve PNG. Summaries are stepped in environment frames."""
+
+from __future__ import annotations
+
+import collections
+import csv
+import math
+import os
+import sys
+import time
+from typing import Dict, Iterable, List, NamedTuple, Optional
+
+import numpy as np
+import tensorflow as tf
+
+EPISODES_CSV = "episodes.csv"
+CSV_FIELDS = ("env_frames", "episode_return", "raw_return", "episode_frames", "episode_steps", "env_id",
+              "wall_time")
+
+
+class Episode(NamedTuple):
+    env_frames: int
+    """Learner's environment-frame counter when the episode finished."""
+    episode_return: float
+    raw_return: float
+    episode_frames: int
+    episode_steps: int
+    env_id: int
+    wall_time: float
+
+
+class MetricAccumulator:
+    """Averages dicts of scalars between two writes."""
+
+    def __init__(self):
+        self._sums: Dict[str, float] = collections.defaultdict(float)
+        self._counts: Dict[str, int] = collections.defaultdict(int)
+
+    def add(self, metrics: Dict[str, float]) -> None:
+        for k, v in metrics.items():
+            self._sums[k] += float(v)
+            self._counts[k] += 1
+
+    def pop(self) -> Dict[str, float]:
+        out = {k: self._sums[k] / self._counts[k] for k in self._sums}
+        self._sums.clear()
+        self._counts.clear()
+        return out
+
+
+class EpisodeLog:
+    """Appends finished episodes to ``episodes.csv`` (never truncates it: a resumed run continues the file)."""
+
+    def __init__(self, logdir: str, window: int = 20):
+        self.path = os.path.join(logdir, EPISODES_CSV)
+        new = not os.path.exists(self.path) or os.path.getsize(self.path) == 0
+        self._file = open(self.path, "a", newline="")
+        self._writer = csv.writer(self._file)
+        if new:
+            self._writer.writerow(CSV_FIELDS)
+        self.recent: collections.deque = collections.deque(maxlen=window)
+        self.total = 0
+        for ep in read_episodes(self.path)[-window:]:
+            self.recent.append(ep.episode_return)
+
+    def write(self, episodes: Iterable[Episode]) -> None:
+        for ep in episodes:
+            self._writer.writerow([ep.env_frames, f"{ep.episode_return:.6g}", f"{ep.raw_return:.6g}",
+                                   ep.episode_frames, ep.episode_steps, ep.env_id, f"{ep.wall_time:.3f}"])
+            self.recent.append(ep.episode_return)
+            self.total += 1
+        self._file.flush()
+
+    def mean_recent_return(self) -> float:
+        return float(np.mean(self.recent)) if self.recent else float("nan")
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def read_episodes(path: str) -> List[Episode]:
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    return [Episode(int(r["env_frames"]), float(r["episode_return"]), float(r["raw_return"]),
+                    int(r["episode_frames"]), int(r["episode_steps"]), int(r["env_id"]), float(r["wall_time"]))
+            for r in rows]
+
+
+class SummaryWriter:
+    def __init__(self, logdir: str):
+        self._writer = tf.summary.create_file_writer(logdir, flush_millis=20_000)
+
+    def scalars(self, values: Dict[str, float], step: int) -> None:
+        with self._writer.as_default(step=step):
+            for k, v in sorted(values.items()):
+                if v is not None and not (isinstance(v, float) and math.isnan(v)):
+                    tf.summary.scalar(k, v)
+
+    def flush(self) -> None:
+        self._writer.flush()
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+class StatusLine:
+    """One live line on a terminal; one line per update otherwise (logs, tests)."""
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stdout
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+
+    def update(self, text: str) -> None:
+        if self.tty:
+            self.stream.write("\r\033[K" + text)
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def format_status(frames: int, fps: float, mean_return: float, batch_fill: float, learner_steps: int,
+                  queue_depth: int, queue_capacity: int, episodes: int) -> str:
+    ret = "n/a" if math.isnan(mean_return) else f"{mean_return:8.2f}"
+    return (f"frames {frames:>11,d} | {fps:7.0f} frames/s | return(20) {ret} | episodes {episodes:>6d} | "
+            f"batch fill {batch_fill:4.0%} | learner steps {learner_steps:>7d} | "
+            f"queue {queue_depth}/{queue_capacity}")
+
+
+def plot_learning_curve(logdir: str, out_path: Optional[str] = None, window: int = 20) -> Optional[str]:
+    """Writes ``learning_curve.png`` (episode return vs env frames, with a rolling mean)."""
+    episodes = read_episodes(os.path.join(logdir, EPISODES_CSV))
+    if not episodes:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    frames = np.array([e.env_frames for e in episodes])
+    returns = np.array([e.episode_return for e in episodes])
+    order = np.argsort(frames, kind="stable")
+    frames, returns = frames[order], returns[order]
+    k = min(window, len(returns))
+    rolling = np.convolve(returns, np.ones(k) / k, mode="valid")
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(frames, returns, ".", alpha=0.25, markersize=3, label="episode return")
+    ax.plot(frames[k - 1:], rolling, "-", linewidth=2, label=f"mean of last {k}")
+    ax.set_xlabel("environment frames")
+    ax.set_ylabel("return")
+    ax.set_title(os.path.basename(os.path.abspath(logdir)))
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    out_path = out_path or os.path.join(logdir, "learning_curve.png")
+    fig.savefig(out_path, dpi=100)
+    plt.close(fig)
+    return out_path
+
+
+class RateMeter:
+    """Rate of a monotonically increasing counter between two reads."""
+
+    def __init__(self, value: float = 0.0):
+        self._last_value = value
+        self._last_time = time.monotonic()
+
+    def rate(self, value: float) -> float:
+        now = time.monotonic()
+        dt = max(now - self._last_time, 1e-9)
+        r = (value - self._last_value) / dt
+        self._last_value, self._last_time = value, now
+        return r

@@ -1,0 +1,78 @@
+"""The actor-critic network of the V-trace agent: torso -> [reward, previous action] -> LSTM -> policy and value.
+
+Shapes: T = unroll length, B = batch. With ``unroll=False`` every input has a leading ``[B]`` (one step, used by the
+learner's inference step); with ``unroll=True`` a leading ``[T, B]`` (used by the loss). The recurrent state is a
+tuple ``(h, c)`` (or ``()`` without LSTM) of ``[B, ...]`` tensors; it is reset to zero at steps where ``done``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import keras
+import tensorflow as tf
+
+from seed_rl.networks.recurrent import ResettingLSTM
+from seed_rl.types import EnvOutput
+
+
+class ActorCriticOutput(NamedTuple):
+    policy_logits: Any
+    """float32 [..., num_actions] (or the distribution's parameter size)."""
+    baseline: Any
+    """float32 [...]: the state value V(o_t)."""
+
+
+class ActorCriticNetwork(keras.Model):
+    """IMPALA-style actor-critic.
+
+    Args:
+      torso: a layer mapping observations ``[N, ...]`` to features ``[N, F]``.
+      num_actions: number of discrete actions (the size of the one-hot previous action).
+      policy_size: size of the policy parameters (``num_actions`` for a categorical policy).
+      lstm_size: LSTM units; 0 for a feed-forward core.
+      use_reward_and_action: concatenate the clipped reward and the one-hot previous action to the torso features
+        before the core (the original's DMLab/Atari network); the MLP network of the original does not.
+    """
+
+    def __init__(self, torso: keras.layers.Layer, num_actions: int, policy_size: int | None = None,
+                 lstm_size: int = 256, use_reward_and_action: bool = True, **kwargs):
+        super().__init__(**kwargs)
+        self.torso = torso
+        self.num_actions = int(num_actions)
+        self.use_reward_and_action = use_reward_and_action
+        self.core = ResettingLSTM(lstm_size) if lstm_size else None
+        self.policy_head = keras.layers.Dense(policy_size or num_actions, name="policy_logits")
+        self.baseline_head = keras.layers.Dense(1, name="baseline")
+
+    def initial_state(self, batch_size: int):
+        if self.core is None:
+            return ()
+        return self.core.initial_state(batch_size)
+
+    def call(self, prev_actions, env_outputs: EnvOutput, core_state, unroll: bool = False):
+        if not unroll:
+            prev_actions, env_outputs = tf.nest.map_structure(
+                lambda t: tf.expand_dims(t, 0), (prev_actions, env_outputs))
+        outputs, core_state = self._unroll(prev_actions, env_outputs, core_state)
+        if not unroll:
+            outputs = tf.nest.map_structure(lambda t: tf.squeeze(t, 0), outputs)
+        return outputs, core_state
+
+    def _unroll(self, prev_actions, env_outputs: EnvOutput, core_state):
+        observation = env_outputs.observation
+        t_b = tf.shape(env_outputs.reward)[:2]
+        flat_obs = tf.reshape(observation, tf.concat([[-1], tf.shape(observation)[2:]], 0))
+        if isinstance(observation, tf.Tensor) and observation.shape.rank is not None:
+            flat_obs = tf.ensure_shape(flat_obs, [None] + observation.shape[2:].as_list())
+        features = self.torso(flat_obs)
+        features = tf.reshape(features, tf.concat([t_b, [features.shape[-1]]], 0))
+        if self.use_reward_and_action:
+            reward = tf.clip_by_value(tf.cast(env_outputs.reward, tf.float32), -1.0, 1.0)[..., None]
+            one_hot = tf.one_hot(tf.cast(prev_actions, tf.int32), self.num_actions)
+            features = tf.concat([features, reward, one_hot], axis=-1)
+        if self.core is not None:
+            features, core_state = self.core(features, tf.cast(env_outputs.done, tf.bool), core_state)
+        logits = self.policy_head(features)
+        baseline = tf.squeeze(self.baseline_head(features), -1)
+        return ActorCriticOutput(policy_logits=logits, baseline=baseline), core_state

@@ -1,0 +1,90 @@
+"""Observation encoders ("torsos"): they map a batch of observations ``[N, ...]`` to features ``[N, F]``.
+
+* ``ImpalaDeepTorso``: the deep residual network of IMPALA (Espeholt et al. 2018, fig. 3), channels 16-32-32,
+  as in the original's DMLab/Atari V-trace networks: per section, conv 3x3 -> max-pool 3x3 stride 2 -> two
+  residual blocks (relu, conv, relu, conv), then relu, flatten, dense 256 + relu.
+* ``NatureTorso``: the DQN Nature CNN used by R2D2 (conv 32 8x8 s4, 64 4x4 s2, 64 3x3 s1, dense 512).
+* ``MLPTorso``: dense + relu layers for vector observations.
+
+uint8 observations are scaled to [0, 1].
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import keras
+import tensorflow as tf
+
+
+def _to_float(observation: tf.Tensor) -> tf.Tensor:
+    if observation.dtype == tf.uint8:
+        return tf.cast(observation, tf.float32) / 255.0
+    return tf.cast(observation, tf.float32)
+
+
+class _ResidualBlock(keras.layers.Layer):
+    def __init__(self, channels: int, **kwargs):
+        super().__init__(**kwargs)
+        self.conv0 = keras.layers.Conv2D(channels, 3, padding="same")
+        self.conv1 = keras.layers.Conv2D(channels, 3, padding="same")
+
+    def call(self, x):
+        y = self.conv0(tf.nn.relu(x))
+        y = self.conv1(tf.nn.relu(y))
+        return x + y
+
+
+class ImpalaDeepTorso(keras.layers.Layer):
+    def __init__(self, channels: Sequence[int] = (16, 32, 32), num_blocks: int = 2, output_size: int = 256,
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.sections = []
+        for i, ch in enumerate(channels):
+            conv = keras.layers.Conv2D(ch, 3, padding="same", name=f"section{i}_conv")
+            pool = keras.layers.MaxPooling2D(pool_size=3, strides=2, padding="same")
+            blocks = [_ResidualBlock(ch, name=f"section{i}_block{j}") for j in range(num_blocks)]
+            self.sections.append((conv, pool, blocks))
+        self.flatten = keras.layers.Flatten()
+        self.fc = keras.layers.Dense(output_size, activation="relu")
+
+    def call(self, observation):
+        x = _to_float(observation)
+        for conv, pool, blocks in self.sections:
+            x = pool(conv(x))
+            for block in blocks:
+                x = block(x)
+        x = tf.nn.relu(x)
+        return self.fc(self.flatten(x))
+
+
+class NatureTorso(keras.layers.Layer):
+    def __init__(self, output_size: int = 512, **kwargs):
+        super().__init__(**kwargs)
+        self.convs = [
+            keras.layers.Conv2D(32, 8, strides=4, activation="relu"),
+            keras.layers.Conv2D(64, 4, strides=2, activation="relu"),
+            keras.layers.Conv2D(64, 3, strides=1, activation="relu"),
+        ]
+        self.flatten = keras.layers.Flatten()
+        self.fc = keras.layers.Dense(output_size, activation="relu")
+
+    def call(self, observation):
+        x = _to_float(observation)
+        for conv in self.convs:
+            x = conv(x)
+        return self.fc(self.flatten(x))
+
+
+class MLPTorso(keras.layers.Layer):
+    def __init__(self, sizes: Sequence[int] = (64, 64), **kwargs):
+        super().__init__(**kwargs)
+        self.sizes = tuple(sizes)
+        self.layers_ = [keras.layers.Dense(n, activation="relu") for n in self.sizes]
+        self.flatten = keras.layers.Flatten()
+
+    def call(self, observation):
+        x = self.flatten(_to_float(observation))
+        for layer in self.layers_:
+            x = layer(x)
+        return x

@@ -1,0 +1,110 @@
+"""The inference step's bookkeeping, with a fake agent whose state counts the steps it has seen.
+
+The fake agent's state is the number of steps since its last reset; its action is ``10 * obs + state`` so the
+tests can see both the observation and the recurrent state that produced each action.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+import tensorflow as tf
+
+from seed_rl.learner.inference import InferenceStep
+from seed_rl.types import ArraySpec, EnvOutput
+
+
+class Out(NamedTuple):
+    action: tf.Tensor
+
+
+class CountingAgent:
+    def initial_state(self, batch_size):
+        return tf.zeros([batch_size], tf.int32)
+
+    def act(self, prev_actions, env_outputs, state):
+        obs = tf.cast(env_outputs.observation[:, 0], tf.int32)
+        new_state = tf.where(env_outputs.done, 1, state + 1)
+        return Out(action=10 * obs + new_state), new_state
+
+    def agent_output_spec(self):
+        return Out(action=tf.TensorSpec([None], tf.int32))
+
+
+def make(num_envs=2, unroll_length=2, repeats=1):
+    return InferenceStep(CountingAgent(), ArraySpec((1,), "int32"), num_envs, unroll_length, repeats,
+                         tf.Variable(7, dtype=tf.int64))
+
+
+def step(inf, env_ids, run_ids, obs, reward=None, done=None, abandoned=None):
+    n = len(env_ids)
+    eo = EnvOutput(
+        reward=np.asarray(reward if reward is not None else [0.0] * n, np.float32),
+        done=np.asarray(done if done is not None else [False] * n, bool),
+        observation=np.asarray(obs, np.int32).reshape(n, 1),
+        abandoned=np.asarray(abandoned if abandoned is not None else [False] * n, bool),
+        episode_step=np.zeros(n, np.int32))
+    return inf(np.asarray(env_ids, np.int32), np.asarray(run_ids, np.int64), eo, eo.reward)
+
+
+def test_state_and_prev_action_round_trip_and_unroll_layout():
+    inf = make(num_envs=1, unroll_length=2)
+    outs = [step(inf, [0], [1], [o]) for o in (1, 2, 3, 4, 5)]
+    assert [int(o.actions[0]) for o in outs] == [11, 22, 33, 44, 55]
+    first, second = outs[2], outs[4]
+    assert first.completed_env_ids.numpy().tolist() == [0]
+    u = first.unrolls
+    assert u.env_outputs.observation.numpy()[0, :, 0].tolist() == [1, 2, 3]
+    assert u.prev_actions.numpy()[0].tolist() == [0, 11, 22]
+    assert u.agent_outputs.action.numpy()[0].tolist() == [11, 22, 33]
+    assert u.agent_state.numpy().tolist() == [0]  # state before step 0
+    assert u.policy_version.numpy()[0].tolist() == [7, 7, 7]
+    u = second.unrolls
+    assert u.env_outputs.observation.numpy()[0, :, 0].tolist() == [3, 4, 5]
+    assert u.prev_actions.numpy()[0].tolist() == [22, 33, 44]
+    assert u.agent_state.numpy().tolist() == [2]  # the state the agent had before seeing obs 3
+
+
+def test_new_run_id_resets_state_prev_action_and_partial_unroll_of_that_env_only():
+    inf = make(num_envs=2, unroll_length=2)
+    step(inf, [0, 1], [1, 9], [1, 1])
+    step(inf, [0, 1], [1, 9], [2, 2])
+    out = step(inf, [0, 1], [5, 9], [3, 3])  # env 0 reconnects with a new run id
+    assert out.reset_env_ids.numpy().tolist() == [0]
+    assert out.actions.numpy().tolist() == [31, 33]
+    assert out.completed_env_ids.numpy().tolist() == [1]
+    step(inf, [0], [5], [4])
+    out = step(inf, [0], [5], [5])
+    assert out.completed_env_ids.numpy().tolist() == [0]
+    assert out.unrolls.env_outputs.observation.numpy()[0, :, 0].tolist() == [3, 4, 5]
+    assert out.unrolls.prev_actions.numpy()[0].tolist() == [0, 31, 42]
+    assert out.unrolls.agent_state.numpy().tolist() == [0]
+
+
+def test_episode_statistics_and_frames():
+    inf = make(num_envs=1, unroll_length=10, repeats=4)
+    step(inf, [0], [1], [0])
+    step(inf, [0], [1], [0], reward=[1.0])
+    out = step(inf, [0], [1], [0], reward=[2.0], done=[True])
+    assert out.finished_env_ids.numpy().tolist() == [0]
+    assert out.finished.episode_return.numpy().tolist() == [3.0]
+    assert out.finished.steps.numpy().tolist() == [2]
+    assert out.finished.frames.numpy().tolist() == [8]
+    assert int(out.frames) == 4
+
+
+def test_truncated_episode_does_not_count_the_extra_terminal_step():
+    inf = make(num_envs=1, unroll_length=10, repeats=1)
+    step(inf, [0], [1], [0])
+    step(inf, [0], [1], [0], reward=[1.0])
+    step(inf, [0], [1], [0], reward=[1.0])  # terminal observation of a truncated episode (extra message)
+    out = step(inf, [0], [1], [0], reward=[0.0], done=[True], abandoned=[True])
+    assert out.finished.episode_return.numpy().tolist() == [2.0]
+    assert out.finished.steps.numpy().tolist() == [2]
+    assert int(out.frames) == 0
+
+
+def test_first_message_of_a_new_run_never_finishes_an_episode():
+    inf = make(num_envs=1)
+    step(inf, [0], [1], [0])
+    out = step(inf, [0], [2], [0], done=[True])
+    assert out.finished_env_ids.numpy().tolist() == []

@@ -1,0 +1,91 @@
+"""Table-driven tests of the unroll store and per-env tables on tiny integer observations.
+
+Cut rules (unroll_length = 3, overlap 0): consecutive unrolls share one step::
+
+    steps   0 1 2 3 4 5 6 7 8 9
+    unroll  [0 1 2 3]
+                  [3 4 5 6]
+                        [6 7 8 9]
+
+With ``num_overlapping_steps = 2`` (R2D2 burn-in) a fresh env starts at position 2 after two zero pads and
+consecutive unrolls share 3 steps.
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from seed_rl.learner.tables import EnvTable, UnrollStore
+
+
+def _store(unroll_length=3, overlap=0, num_envs=3):
+    return UnrollStore(num_envs, unroll_length, tf.TensorSpec([], tf.int32), num_overlapping_steps=overlap)
+
+
+def _append(store, env_ids, values):
+    mask, ids, unrolls = store.append(tf.constant(env_ids, tf.int32), tf.constant(values, tf.int32))
+    return mask.numpy().tolist(), ids.numpy().tolist(), unrolls.numpy().tolist()
+
+
+@pytest.mark.parametrize(
+    "unroll_length,overlap,steps,expected",
+    [
+        (3, 0, range(10), [[0, 1, 2, 3], [3, 4, 5, 6], [6, 7, 8, 9]]),
+        (1, 0, range(4), [[0, 1], [1, 2], [2, 3]]),
+        (3, 2, range(1, 11), [[0, 0, 1, 2, 3, 4], [2, 3, 4, 5, 6, 7], [5, 6, 7, 8, 9, 10]]),
+    ],
+)
+def test_unrolls_overlap(unroll_length, overlap, steps, expected):
+    store = _store(unroll_length, overlap)
+    got = []
+    for s in steps:
+        _, ids, unrolls = _append(store, [0], [s])
+        got.extend(unrolls)
+        assert ids == ([0] if unrolls else [])
+    assert got == expected
+
+
+def test_envs_are_independent_and_order_of_ids_does_not_matter():
+    store = _store(2, 0)
+    assert _append(store, [0, 2], [10, 20])[1] == []
+    assert _append(store, [2, 0], [21, 11])[1] == []
+    mask, ids, unrolls = _append(store, [2, 1, 0], [22, 30, 12])
+    assert mask == [True, False, True]
+    assert ids == [2, 0]
+    assert unrolls == [[20, 21, 22], [10, 11, 12]]
+
+
+def test_reset_drops_partial_unroll():
+    store = _store(3, 0)
+    _append(store, [0], [1])
+    _append(store, [0], [2])
+    store.reset(tf.constant([0]))
+    got = []
+    for s in [10, 11, 12, 13]:
+        got.extend(_append(store, [0], [s])[2])
+    assert got == [[10, 11, 12, 13]]
+
+
+def test_reset_with_overlap_pads_with_zeros():
+    store = _store(2, 2)
+    for s in [1, 2, 3]:
+        _append(store, [0], [s])  # completes [0 0 1 2 3]
+    _append(store, [0], [4])
+    store.reset(tf.constant([0]))
+    got = []
+    for s in [7, 8, 9]:
+        got.extend(_append(store, [0], [s])[2])
+    assert got == [[0, 0, 7, 8, 9]]
+
+
+def test_env_table_read_replace_add_reset():
+    table = EnvTable(4, (tf.TensorSpec([], tf.int32), tf.TensorSpec([2], tf.float32)), "t")
+    ids = tf.constant([3, 1])
+    table.replace(ids, (tf.constant([5, 6]), tf.constant([[1.0, 2.0], [3.0, 4.0]])))
+    table.add(tf.constant([1]), (tf.constant([10]), tf.constant([[1.0, 1.0]])))
+    a, b = table.read(tf.constant([0, 1, 3]))
+    assert a.numpy().tolist() == [0, 16, 5]
+    np.testing.assert_allclose(b.numpy(), [[0, 0], [4, 5], [1, 2]])
+    table.reset(tf.constant([3]))
+    a, _ = table.read(tf.constant([3]))
+    assert a.numpy().tolist() == [0]
