@@ -1,0 +1,239 @@
+"""Atari 2600 through gymnasium + ale-py, preprocessed as in the original SEED RL (atari/env.py and
+atari/atari_preprocessing.py, itself adapted from Dopamine).
+
+``ale_py`` and ``cv2`` are imported only when an Atari environment is created, so that ``import seed_rl.envs``
+works without them (``pip install seed_rl[atari]`` installs both).
+
+The environment of env id ``i``:
+
+* ``{game}NoFrameskip-v4`` (``-v0`` with sticky actions, repeat probability 0.25), one raw frame per step, with
+  ``full_action_space=True`` (18 actions for every game). Games without a legacy id (Surround) use
+  ``ALE/{game}-v5`` with the same settings (frameskip 1, same stickiness), which is the same emulator setup.
+* Episodes are capped at ``max_episode_frames`` raw frames (108,000 = 30 minutes at 60 Hz) by gymnasium's
+  ``TimeLimit``, which reports ``truncated``; ALE's own cap is set to the same number so it never cuts earlier.
+  The random no-ops after a reset count towards the cap, as in the original.
+* `AtariPreprocessing`: frame skip ``num_action_repeats`` with summed reward, grayscale, max over the last two
+  frames, bilinear resize to 84x84, ``uint8 [84, 84, 1]``, 1..``max_random_noops`` no-ops after each reset.
+* Seeded with ``config.seed + i`` on its first reset (done by `seed_rl.envs.create_environment`).
+
+Deviation from the original (see docs/environments.md): with ``frame_skip == 1`` the original resized a frame
+buffer that only ``reset()`` writes, so every observation of an episode equaled the reset frame. Here every
+observation shows the newest frame, whatever the frame skip. When an episode ends inside the frame skip, the
+observation is the last frame reached (max-pooled with the one before it when both were fetched), where the
+original returned stale buffers.
+"""
+
+from __future__ import annotations
+
+import difflib
+import warnings
+from typing import TYPE_CHECKING, Any, SupportsFloat
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+if TYPE_CHECKING:
+    from seed_rl.config import EnvConfig
+
+__all__ = [
+    "ATARI_57",
+    "AtariPreprocessing",
+    "atari_env_id",
+    "create_atari_environment",
+    "make_ale_env",
+]
+
+ATARI_57: tuple[str, ...] = (
+    "Alien", "Amidar", "Assault", "Asterix", "Asteroids", "Atlantis", "BankHeist", "BattleZone",
+    "BeamRider", "Berzerk", "Bowling", "Boxing", "Breakout", "Centipede", "ChopperCommand",
+    "CrazyClimber", "Defender", "DemonAttack", "DoubleDunk", "Enduro", "FishingDerby", "Freeway",
+    "Frostbite", "Gopher", "Gravitar", "Hero", "IceHockey", "Jamesbond", "Kangaroo", "Krull",
+    "KungFuMaster", "MontezumaRevenge", "MsPacman", "NameThisGame", "Phoenix", "Pitfall", "Pong",
+    "PrivateEye", "Qbert", "Riverraid", "RoadRunner", "Robotank", "Seaquest", "Skiing", "Solaris",
+    "SpaceInvaders", "StarGunner", "Surround", "Tennis", "TimePilot", "Tutankham", "UpNDown", "Venture",
+    "VideoPinball", "WizardOfWor", "YarsRevenge", "Zaxxon",
+)  # fmt: skip
+"""The 57 games of the Atari-57 benchmark (R2D2, Agent57), spelled as in gymnasium ids."""
+
+SCREEN_SIZE = 84
+"""Side of the square, resized observation (Nature DQN)."""
+
+STICKY_ACTION_PROBABILITY = 0.25
+"""Machado et al. (2018); what the ``-v0`` ids use."""
+
+
+def _import_ale_py() -> Any:
+    try:
+        import ale_py
+    except ImportError as e:
+        raise ImportError(
+            "Atari environments need ale-py and opencv: pip install 'seed_rl[atari]' "
+            "(or: pip install ale-py opencv-python-headless)"
+        ) from e
+    gymnasium.register_envs(ale_py)  # Gymnasium 1.x no longer loads env plugins by itself.
+    return ale_py
+
+
+def atari_env_id(game: str, sticky_actions: bool = False) -> tuple[str, dict[str, Any]]:
+    """The gymnasium id for ``game`` with one raw frame per step, and the extra kwargs it needs.
+
+    Registers the ALE ids with gymnasium (imports ale_py). Raises ValueError for an unknown game, listing close
+    matches.
+    """
+    _import_ale_py()
+    version = "v0" if sticky_actions else "v4"
+    legacy_id = f"{game}NoFrameskip-{version}"
+    if legacy_id in gymnasium.registry:
+        return legacy_id, {}
+    v5_id = f"ALE/{game}-v5"
+    if v5_id in gymnasium.registry:
+        # Same emulator settings as the legacy NoFrameskip ids (v5 defaults to frameskip 4 and stickiness).
+        stickiness = STICKY_ACTION_PROBABILITY if sticky_actions else 0.0
+        return v5_id, {"frameskip": 1, "repeat_action_probability": stickiness}
+    known = sorted(set(ATARI_57) | _registered_games())
+    close = difflib.get_close_matches(game, known, n=5, cutoff=0.5)
+    hint = f"did you mean: {', '.join(close)}? " if close else ""
+    raise ValueError(
+        f"unknown Atari game {game!r}; {hint}Games are CamelCase as in gymnasium ids, e.g. Pong, Breakout, "
+        f"MontezumaRevenge (the Atari-57 list is seed_rl.envs.atari.ATARI_57; {len(known)} games are known)."
+    )
+
+
+def _registered_games() -> set[str]:
+    games = set()
+    for env_id in gymnasium.registry:
+        if env_id.startswith("ALE/") and env_id.endswith("-v5"):
+            games.add(env_id[len("ALE/") : -len("-v5")])
+        elif env_id.endswith("NoFrameskip-v4"):
+            games.add(env_id[: -len("NoFrameskip-v4")])
+    return games
+
+
+def make_ale_env(
+    game: str, sticky_actions: bool = False, max_episode_frames: int = 108_000
+) -> gymnasium.Env:
+    """The raw ALE env (one frame per step, 18 actions, TimeLimit at ``max_episode_frames``), unpreprocessed."""
+    if max_episode_frames < 1:
+        raise ValueError(f"max_episode_frames must be >= 1, got {max_episode_frames}")
+    env_id, kwargs = atari_env_id(game, sticky_actions)
+    with warnings.catch_warnings():
+        # The v0 ids are what SEED RL uses for sticky actions; gymnasium calls them out of date.
+        warnings.filterwarnings("ignore", message=".*is out of date", category=DeprecationWarning)
+        return gymnasium.make(
+            env_id,
+            full_action_space=True,
+            # The observation the ALE env renders is unused (AtariPreprocessing reads the screen itself);
+            # grayscale is the cheapest to produce.
+            obs_type="grayscale",
+            max_num_frames_per_episode=max_episode_frames,
+            max_episode_steps=max_episode_frames,
+            **kwargs,
+        )
+
+
+def create_atari_environment(config: EnvConfig) -> gymnasium.Env:
+    """The preprocessed Atari env of the original SEED RL for ``config`` (not yet seeded)."""
+    env = make_ale_env(config.name, config.sticky_actions, config.max_episode_frames)
+    return AtariPreprocessing(
+        env, frame_skip=config.num_action_repeats, max_random_noops=config.max_random_noops
+    )
+
+
+class AtariPreprocessing(gymnasium.Wrapper):
+    """Dopamine / SEED RL Atari preprocessing on a one-frame-per-step ALE env.
+
+    * Frame skip: each action is repeated ``frame_skip`` times; the rewards are summed. An episode that ends
+      inside the skip stops it early.
+    * Grayscale screens are read with ``ale.getScreenGrayscale``; when ``frame_skip > 1`` the observation is
+      the pixel-wise max of the last two frames of the skip (removes sprite flicker).
+    * The frame is resized to ``screen_size x screen_size`` with ``cv2.INTER_LINEAR``: ``uint8 [84, 84, 1]``.
+    * After each reset, 1..``max_random_noops`` no-op actions (action 0, uniform, drawn from the env's
+      ``np_random``), resetting again if the game ends during them; the reset ``info`` holds ``noops``.
+    * ``terminal_on_life_loss`` (off in SEED RL) reports ``terminated`` when a life is lost.
+
+    ``terminated`` and ``truncated`` pass through from the inner env (a time limit stays a truncation).
+    """
+
+    def __init__(
+        self,
+        env: gymnasium.Env,
+        frame_skip: int = 4,
+        max_random_noops: int = 0,
+        screen_size: int = SCREEN_SIZE,
+        terminal_on_life_loss: bool = False,
+    ):
+        if frame_skip < 1:
+            raise ValueError(f"frame_skip must be >= 1, got {frame_skip}")
+        if screen_size < 1:
+            raise ValueError(f"screen_size must be >= 1, got {screen_size}")
+        if max_random_noops < 0:
+            raise ValueError(f"max_random_noops must be >= 0, got {max_random_noops}")
+        super().__init__(env)
+        import cv2  # Lazy: only Atari needs OpenCV.
+
+        self._cv2 = cv2
+        self._ale = env.unwrapped.ale
+        self.frame_skip = frame_skip
+        self.max_random_noops = max_random_noops
+        self.screen_size = screen_size
+        self.terminal_on_life_loss = terminal_on_life_loss
+        height, width = self._ale.getScreenDims()
+        # The last two grayscale frames of a step; slot 0 is the newest when only one was fetched.
+        self._screens = np.zeros((2, height, width), dtype=np.uint8)
+        self._lives = 0
+        self.observation_space = spaces.Box(
+            low=0, high=255, shape=(screen_size, screen_size, 1), dtype=np.uint8
+        )
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        _, info = self.env.reset(seed=seed, options=options)
+        num_noops, info = self._apply_random_noops(info)
+        self._lives = self._ale.lives()
+        self._ale.getScreenGrayscale(self._screens[0])
+        return self._observation(num_frames=1), {**info, "noops": num_noops}
+
+    def _apply_random_noops(self, info: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if self.max_random_noops <= 0:
+            return 0, info
+        # At least one no-op, as the implementations SEED RL follows (Dopamine) do.
+        num_noops = int(self.np_random.integers(1, self.max_random_noops + 1))
+        for _ in range(num_noops):
+            _, _, terminated, truncated, info = self.env.step(0)
+            if terminated or truncated:
+                _, info = self.env.reset()
+        return num_noops, info
+
+    def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        total_reward = 0.0
+        num_frames = 0  # Frames fetched into self._screens during this step (0, 1 or 2).
+        terminated = truncated = False
+        info: dict[str, Any] = {}
+        for time_step in range(self.frame_skip):
+            _, reward, terminated, truncated, info = self.env.step(action)
+            total_reward += float(reward)
+            if self.terminal_on_life_loss:
+                lives = self._ale.lives()
+                terminated = terminated or lives < self._lives
+                self._lives = lives
+            ended = terminated or truncated
+            # Fetch the last two frames of the skip (only the last one when frame_skip == 1, the fix of the
+            # original's bug), and the frame where the episode ended.
+            if ended or time_step >= self.frame_skip - 2:
+                self._ale.getScreenGrayscale(self._screens[num_frames])
+                num_frames += 1
+            if ended:
+                break
+        return self._observation(num_frames), total_reward, terminated, truncated, info
+
+    def _observation(self, num_frames: int) -> np.ndarray:
+        """Max-pools the fetched frames (when there are two) and resizes: uint8 [size, size, 1]."""
+        frame = self._screens[0]
+        if num_frames == 2:
+            frame = np.maximum(self._screens[0], self._screens[1])
+        resized = self._cv2.resize(
+            frame, (self.screen_size, self.screen_size), interpolation=self._cv2.INTER_LINEAR
+        )
+        return np.asarray(resized, dtype=np.uint8)[:, :, np.newaxis]

@@ -1,0 +1,144 @@
+"""Classic gymnasium environments (any registered id, CartPole-v1 by default) and the generic wrappers.
+
+The generic wrappers are shared by every family:
+
+* `CastObservation` makes observations numpy arrays of one fixed dtype, the one the spec announces (float Boxes
+  become float32; Discrete observations become int32 scalars).
+* `ActionRepeat` repeats an action ``k`` times and sums the rewards (the ``num_action_repeats`` of non-Atari
+  families; Atari does its frame skip in `seed_rl.envs.atari.AtariPreprocessing`).
+* `SeedOnFirstReset` stores the env's seed so that the first ``reset()`` without a seed uses it.
+
+Time limits registered with the gymnasium id (CartPole-v1: 500 steps) stay gymnasium's ``TimeLimit``, so they are
+reported as ``truncated`` (sent as ``abandoned``), never as ``terminated``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any, SupportsFloat
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+__all__ = [
+    "ActionRepeat",
+    "CastObservation",
+    "SeedOnFirstReset",
+    "create_classic_environment",
+]
+
+
+def create_classic_environment(name: str, num_action_repeats: int = 1) -> gymnasium.Env:
+    """``gymnasium.make(name)``, with observations cast to their spec dtype and optional action repeat.
+
+    Raises:
+      ValueError: ``name`` is not a registered gymnasium id (the message lists close matches).
+    """
+    try:
+        env = gymnasium.make(name)
+    except gymnasium.error.DependencyNotInstalled:
+        raise  # A known id whose extra (e.g. mujoco) is missing: gymnasium's message says what to install.
+    except gymnasium.error.Error as e:
+        close = difflib.get_close_matches(name, list(gymnasium.registry), n=5, cutoff=0.5)
+        hint = f"; close matches: {', '.join(close)}" if close else ""
+        raise ValueError(
+            f"unknown gymnasium id {name!r} for env family 'classic' ({e}){hint}. Any id in "
+            "gymnasium.registry works, e.g. CartPole-v1, Acrobot-v1, Pendulum-v1."
+        ) from e
+    if num_action_repeats > 1:
+        env = ActionRepeat(env, num_action_repeats)
+    return CastObservation(env)
+
+
+class CastObservation(gymnasium.ObservationWrapper):
+    """Produces observations as numpy arrays of the dtype their spec announces.
+
+    Float Boxes become float32 (bounds cast too); integer and bool Boxes keep their dtype; Discrete becomes an
+    int32 scalar array, MultiDiscrete an int32 array, MultiBinary an int8 array; a Dict is cast key by key.
+    """
+
+    def __init__(self, env: gymnasium.Env):
+        super().__init__(env)
+        self.observation_space = _cast_space(env.observation_space)
+        self._dtypes = _dtypes_of(self.observation_space)
+
+    def observation(self, observation: Any) -> Any:
+        if isinstance(self._dtypes, dict):
+            return {k: np.asarray(observation[k], dtype=d) for k, d in self._dtypes.items()}
+        return np.asarray(observation, dtype=self._dtypes)
+
+
+def _cast_space(space: spaces.Space) -> spaces.Space:
+    if isinstance(space, spaces.Box) and np.issubdtype(space.dtype, np.floating):
+        if space.dtype == np.float32:
+            return space
+        return spaces.Box(
+            low=space.low.astype(np.float32),
+            high=space.high.astype(np.float32),
+            shape=space.shape,
+            dtype=np.float32,
+        )
+    if isinstance(space, spaces.Dict):
+        return spaces.Dict({k: _cast_space(s) for k, s in space.spaces.items()})
+    return space
+
+
+def _dtypes_of(space: spaces.Space) -> Any:
+    if isinstance(space, spaces.Dict):
+        return {k: _dtypes_of(s) for k, s in space.spaces.items()}
+    if isinstance(space, spaces.Box):
+        return np.dtype(space.dtype)
+    if isinstance(space, (spaces.Discrete, spaces.MultiDiscrete)):
+        return np.dtype(np.int32)
+    if isinstance(space, spaces.MultiBinary):
+        return np.dtype(np.int8)
+    raise ValueError(
+        f"unsupported observation space {type(space).__name__} ({space}); supported: Box, Discrete, "
+        "MultiDiscrete, MultiBinary and a flat Dict of these"
+    )
+
+
+class ActionRepeat(gymnasium.Wrapper):
+    """Repeats each action ``num_repeats`` times and sums the rewards; stops early when the episode ends.
+
+    The observation, flags and info are those of the last inner step.
+    """
+
+    def __init__(self, env: gymnasium.Env, num_repeats: int):
+        if num_repeats < 1:
+            raise ValueError(f"num_repeats must be >= 1, got {num_repeats}")
+        super().__init__(env)
+        self._num_repeats = num_repeats
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        total_reward = 0.0
+        for _ in range(self._num_repeats):
+            observation, reward, terminated, truncated, info = self.env.step(action)
+            total_reward += float(reward)
+            if terminated or truncated:
+                break
+        return observation, total_reward, terminated, truncated, info
+
+
+class SeedOnFirstReset(gymnasium.Wrapper):
+    """Seeds the env on its first ``reset()`` (unless that call passes its own seed).
+
+    Later resets without a seed continue the env's random stream, as gymnasium intends. The action space is
+    seeded too, so that ``env.action_space.sample()`` is reproducible.
+    """
+
+    def __init__(self, env: gymnasium.Env, seed: int):
+        if seed < 0:
+            raise ValueError(f"the env seed must be >= 0 (config.seed + env_id), got {seed}")
+        super().__init__(env)
+        self._pending_seed: int | None = int(seed)
+        self.env.action_space.seed(int(seed))
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        if seed is None:
+            seed = self._pending_seed
+        self._pending_seed = None
+        return self.env.reset(seed=seed, options=options)
