@@ -33,12 +33,18 @@ class ActorCriticNetwork(keras.Model):
       lstm_size: LSTM units; 0 for a feed-forward core.
       use_reward_and_action: concatenate the clipped reward and the one-hot previous action to the torso features
         before the core (the original's DMLab/Atari network); the MLP network of the original does not.
+      value_torso: optional separate torso for the value head (feed-forward networks only); without it the policy
+        and the value share the torso, as in the original.
     """
 
     def __init__(self, torso: keras.layers.Layer, num_actions: int, policy_size: int | None = None,
-                 lstm_size: int = 256, use_reward_and_action: bool = True, **kwargs):
+                 lstm_size: int = 256, use_reward_and_action: bool = True,
+                 value_torso: keras.layers.Layer | None = None, **kwargs):
         super().__init__(**kwargs)
+        if value_torso is not None and lstm_size:
+            raise ValueError("a separate value torso is only supported without an LSTM core")
         self.torso = torso
+        self.value_torso = value_torso
         self.num_actions = int(num_actions)
         self.use_reward_and_action = use_reward_and_action
         self.core = ResettingLSTM(lstm_size) if lstm_size else None
@@ -65,8 +71,7 @@ class ActorCriticNetwork(keras.Model):
         flat_obs = tf.reshape(observation, tf.concat([[-1], tf.shape(observation)[2:]], 0))
         if isinstance(observation, tf.Tensor) and observation.shape.rank is not None:
             flat_obs = tf.ensure_shape(flat_obs, [None] + observation.shape[2:].as_list())
-        features = self.torso(flat_obs)
-        features = tf.reshape(features, tf.concat([t_b, [features.shape[-1]]], 0))
+        features = self._encode(self.torso, flat_obs, t_b)
         if self.use_reward_and_action:
             reward = tf.clip_by_value(tf.cast(env_outputs.reward, tf.float32), -1.0, 1.0)[..., None]
             one_hot = tf.one_hot(tf.cast(prev_actions, tf.int32), self.num_actions)
@@ -74,5 +79,11 @@ class ActorCriticNetwork(keras.Model):
         if self.core is not None:
             features, core_state = self.core(features, tf.cast(env_outputs.done, tf.bool), core_state)
         logits = self.policy_head(features)
-        baseline = tf.squeeze(self.baseline_head(features), -1)
+        value_features = features if self.value_torso is None else self._encode(self.value_torso, flat_obs, t_b)
+        baseline = tf.squeeze(self.baseline_head(value_features), -1)
         return ActorCriticOutput(policy_logits=logits, baseline=baseline), core_state
+
+    @staticmethod
+    def _encode(torso, flat_obs, t_b):
+        features = torso(flat_obs)
+        return tf.reshape(features, tf.concat([t_b, [features.shape[-1]]], 0))

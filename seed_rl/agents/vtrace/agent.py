@@ -41,12 +41,16 @@ class EntropyCost(tf.Module):
 
 def build_network(config: VTraceConfig, observation_spec: ObservationSpec, action_spec: ArraySpec,
                   policy_size: int) -> ActorCriticNetwork:
+    value_torso = None
     if config.network == "impala_deep":
         torso = ImpalaDeepTorso()
     else:
         torso = MLPTorso(config.mlp_sizes)
+        if config.separate_value_network:
+            value_torso = MLPTorso(config.mlp_sizes)
     return ActorCriticNetwork(torso, num_actions=max(action_spec.num_values, 1), policy_size=policy_size,
-                              lstm_size=config.lstm_size, use_reward_and_action=config.use_reward_and_action)
+                              lstm_size=config.lstm_size, use_reward_and_action=config.use_reward_and_action,
+                              value_torso=value_torso)
 
 
 class VTraceAgent:

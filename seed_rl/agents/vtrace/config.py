@@ -38,6 +38,9 @@ class VTraceConfig:
     # Network.
     network: str = field("impala_deep", "impala_deep (image observations) or mlp (vector observations).")
     mlp_sizes: tuple = field((64, 64), "Hidden sizes of the MLP torso (mujoco/vtrace_main.py: 2 x 64).")
+    separate_value_network: bool = field(
+        False, "MLP only: give the value head its own torso (the original shares one)."
+    )
     lstm_size: int = field(256, "LSTM units of the core; 0 for a feed-forward core.")
     use_reward_and_action: bool = field(
         True, "Feed the clipped reward and the one-hot previous action to the core (DMLab/Atari network)."

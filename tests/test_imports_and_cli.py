@@ -1,0 +1,60 @@
+"""Import rules (actors stay framework-free) and the command line's help."""
+
+import subprocess
+import sys
+
+
+def _run(code: str) -> str:
+    return subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
+                          timeout=120).stdout.strip()
+
+
+def test_importing_actors_transport_envs_does_not_import_tensorflow():
+    out = _run("import sys, seed_rl, seed_rl.actors, seed_rl.transport, seed_rl.envs, seed_rl.config; "
+               "print('tensorflow' in sys.modules, 'keras' in sys.modules)")
+    assert out == "False False"
+
+
+def test_seed_rl_lazy_attributes():
+    out = _run("import sys, seed_rl; c = seed_rl.Config(); print(type(c).__name__, 'tensorflow' in sys.modules)")
+    assert out == "Config False"
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "seed_rl", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_top_level_help_lists_commands():
+    res = _cli("--help")
+    assert res.returncode == 0
+    for cmd in ("train", "learner", "actor", "eval"):
+        assert cmd in res.stdout
+
+
+def test_train_help_lists_every_flag_with_default_and_meaning():
+    res = _cli("train", "--help")
+    assert res.returncode == 0
+    for flag in ("--env:", "--game:", "--num_actors:", "--env_batch_size:", "--unroll_length:",
+                 "--entropy_cost:", "--learning_rate:", "--logdir:", "--inference_batch_size:",
+                 "--max_batch_wait_ms:", "--total_environment_frames:", "--num_action_repeats:"):
+        assert flag in res.stdout, flag
+    assert "default 0.00025" in res.stdout  # entropy_cost's original default
+
+
+def test_actor_help():
+    res = _cli("actor", "--help")
+    assert res.returncode == 0
+    assert "--task:" in res.stdout and "--server_address:" in res.stdout
+
+
+def test_unknown_command_and_bad_flag_are_clear_errors():
+    res = _cli("fly")
+    assert res.returncode == 2 and "unknown command 'fly'" in res.stderr
+    res = _cli("train", "--no_such_flag=1")
+    assert res.returncode == 2 and "no_such_flag" in res.stderr
+
+
+def test_unknown_env_family_is_a_clear_error():
+    res = _cli("train", "--env=nethack", "--logdir=/tmp/seed_rl_never_created")
+    assert res.returncode == 2
+    assert "nethack" in res.stderr
