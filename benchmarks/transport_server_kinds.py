@@ -1,0 +1,305 @@
+"""grpc.aio server vs thread-pool server, both behind the same DynamicBatcher.
+
+Each client is a separate process (an actor with one env) that sends one 28,224-byte uint8 observation
+(84 x 84 x 4) per step on its bidirectional stream and gets one int32 action back; the handler is trivial, so the
+numbers measure the transport: gRPC, decoding, validation, batching and the thread hand-offs. The inference batch
+size is the config default, max(env_batch_size, num_envs // 2), with max_batch_wait_ms = 2.
+
+The package keeps the faster kind (the thread-pool server, seed_rl/transport/server.py); the grpc.aio variant
+lives here, built on the same internals, so that the comparison can be rerun.
+
+Run:  python benchmarks/transport_server_kinds.py [--seconds 3] [--clients 1 4 16] [--repeats 3]
+Writes the table to benchmarks/RESULTS_transport.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing as mp
+import os
+import platform
+import statistics
+import sys
+import threading
+import time
+
+import grpc
+import numpy as np
+
+from seed_rl.config import auto_inference_batch_size
+from seed_rl.protos import REASON_METADATA_KEY
+from seed_rl.protos import seed_rl_pb2_grpc as pb_grpc
+from seed_rl.transport import InferenceServer, LearnerClient
+from seed_rl.transport.batcher import DynamicBatcher
+from seed_rl.transport.server import _SERVER_OPTIONS, _Abort, _Core
+from seed_rl.types import ArraySpec, EnvOutput, StepBatch
+
+OBS_SPEC = ArraySpec(shape=(84, 84, 4), dtype="uint8")
+ACTION_SPEC = ArraySpec(shape=(), dtype="int32", num_values=6)
+MAX_BATCH_WAIT_MS = 2.0
+
+
+def trivial_handler(step_batch: StepBatch) -> np.ndarray:
+    return np.zeros(len(step_batch.env_ids), np.int32)
+
+
+# ------------------------------------------------------------------------------------------------ grpc.aio
+
+
+class _AioServicer(pb_grpc.LearnerServicer):
+    def __init__(self, core: _Core) -> None:
+        self._core = core
+
+    @staticmethod
+    async def _abort(context, abort: _Abort) -> None:
+        await context.abort(
+            abort.code, abort.details, trailing_metadata=((REASON_METADATA_KEY, abort.reason),)
+        )
+
+    async def Handshake(self, request, context):
+        try:
+            return self._core.handshake(request)
+        except _Abort as abort:
+            await self._abort(context, abort)
+
+    async def Stream(self, request_iterator, context):
+        core = self._core
+        try:
+            session = core.open_stream(context.invocation_metadata())
+        except _Abort as abort:
+            await self._abort(context, abort)
+            return
+        async for message in request_iterator:
+            try:
+                future = core.submit(session, message)
+            except _Abort as abort:
+                await self._abort(context, abort)
+                return
+            try:
+                actions = await asyncio.wrap_future(future)
+            except asyncio.CancelledError:
+                future.cancel()
+                raise
+            except Exception as e:  # noqa: BLE001
+                await self._abort(context, core.abort_for(e))
+                return
+            yield core.encode_actions(actions)
+
+
+class AioInferenceServer:
+    """The grpc.aio flavour: one event loop thread serves every stream."""
+
+    def __init__(
+        self,
+        address: str,
+        handler,
+        *,
+        num_envs: int,
+        env_batch_size: int,
+        inference_batch_size: int,
+    ):
+        self._address = address
+        self._batcher = DynamicBatcher(handler, inference_batch_size, MAX_BATCH_WAIT_MS)
+        self._core = _Core(
+            self._batcher,
+            num_envs=num_envs,
+            env_batch_size=env_batch_size,
+            observation_spec=OBS_SPEC,
+            action_spec=ACTION_SPEC,
+            config_json="{}",
+            auth_token="",
+        )
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._server = None
+
+    def start(self) -> int:
+        self._thread.start()
+
+        async def start():
+            self._server = grpc.aio.server(options=_SERVER_OPTIONS)
+            pb_grpc.add_LearnerServicer_to_server(_AioServicer(self._core), self._server)
+            port = self._server.add_insecure_port(self._address)
+            await self._server.start()
+            return port
+
+        return asyncio.run_coroutine_threadsafe(start(), self._loop).result()
+
+    def stop(self) -> None:
+        self._core.stopping = True
+        self._batcher.stop(timeout=0.1)
+        asyncio.run_coroutine_threadsafe(self._server.stop(None), self._loop).result()
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
+
+
+# ------------------------------------------------------------------------------------------------- clients
+
+
+def _client(address: str, task: int, go, seconds: float, warmup: float, results) -> None:
+    rng = np.random.default_rng(task)
+    obs = rng.integers(0, 255, size=(1, *OBS_SPEC.shape), dtype=np.uint8)
+    with LearnerClient(address, task, connect_timeout_s=60) as client:
+        client.handshake()
+        results.put(("ready", task))
+        go.wait()
+        step = 0
+        latencies = []
+        start = time.perf_counter()
+        measure_from = start + warmup
+        stop_at = measure_from + seconds
+        while True:
+            batch = StepBatch(
+                env_ids=np.array([task], np.int32),
+                run_ids=np.array([7], np.int64),
+                env_outputs=EnvOutput(
+                    reward=np.zeros(1, np.float32),
+                    done=np.zeros(1, np.bool_),
+                    observation=obs,
+                    abandoned=np.zeros(1, np.bool_),
+                    episode_step=np.array([step], np.int32),
+                ),
+                raw_rewards=np.zeros(1, np.float32),
+            )
+            t0 = time.perf_counter()
+            client.step(batch)
+            t1 = time.perf_counter()
+            step += 1
+            if t0 >= measure_from:
+                latencies.append(t1 - t0)
+            if t1 >= stop_at:
+                break
+    results.put(("done", np.asarray(latencies)))
+
+
+def run_one(kind: str, num_clients: int, seconds: float, warmup: float) -> dict:
+    num_envs = num_clients
+    batch_size = auto_inference_batch_size(num_envs, 1)
+    if kind == "threads":
+        server = InferenceServer(
+            "127.0.0.1:0",
+            trivial_handler,
+            num_envs=num_envs,
+            env_batch_size=1,
+            observation_spec=OBS_SPEC,
+            action_spec=ACTION_SPEC,
+            config_json="{}",
+            inference_batch_size=batch_size,
+            max_batch_wait_ms=MAX_BATCH_WAIT_MS,
+        )
+    else:
+        server = AioInferenceServer(
+            "127.0.0.1:0",
+            trivial_handler,
+            num_envs=num_envs,
+            env_batch_size=1,
+            inference_batch_size=batch_size,
+        )
+    port = server.start()
+    ctx = mp.get_context("spawn")
+    go = ctx.Event()
+    results = ctx.Queue()
+    procs = [
+        ctx.Process(
+            target=_client, args=(f"127.0.0.1:{port}", t, go, seconds, warmup, results), daemon=True
+        )
+        for t in range(num_clients)
+    ]
+    for p in procs:
+        p.start()
+    for _ in procs:
+        results.get(timeout=120)
+    go.set()
+    latencies = [results.get(timeout=seconds + warmup + 60)[1] for _ in procs]
+    for p in procs:
+        p.join(10)
+    server.stop()
+    all_lat = np.concatenate(latencies)
+    return {
+        "kind": kind,
+        "clients": num_clients,
+        "batch": batch_size,
+        "rps": len(all_lat) / seconds,
+        "p50_ms": 1000 * float(np.percentile(all_lat, 50)),
+        "p99_ms": 1000 * float(np.percentile(all_lat, 99)),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=3.0, help="measured seconds per run")
+    parser.add_argument(
+        "--warmup", type=float, default=0.5, help="unmeasured seconds before each run"
+    )
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16])
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="runs per cell, alternating kinds; median kept"
+    )
+    parser.add_argument(
+        "--out",
+        default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS_transport.md"),
+    )
+    args = parser.parse_args()
+
+    rows = []
+    for n in args.clients:
+        runs: dict[str, list[dict]] = {"threads": [], "aio": []}
+        for _ in range(args.repeats):
+            for kind in ("threads", "aio"):
+                r = run_one(kind, n, args.seconds, args.warmup)
+                print(
+                    f"  {kind:7s} clients={n:2d}: {r['rps']:7.0f} rt/s  p50 {r['p50_ms']:.2f} ms  "
+                    f"p99 {r['p99_ms']:.2f} ms",
+                    flush=True,
+                )
+                runs[kind].append(r)
+        for kind, rs in runs.items():
+            rows.append(
+                {
+                    "kind": kind,
+                    "clients": n,
+                    "batch": rs[0]["batch"],
+                    "rps": statistics.median(r["rps"] for r in rs),
+                    "p50_ms": statistics.median(r["p50_ms"] for r in rs),
+                    "p99_ms": statistics.median(r["p99_ms"] for r in rs),
+                }
+            )
+
+    by = {(r["kind"], r["clients"]): r for r in rows}
+    lines = [
+        "# Transport: thread-pool server vs grpc.aio server",
+        "",
+        (
+            f"`python benchmarks/transport_server_kinds.py --seconds {args.seconds:g} --repeats {args.repeats}` "
+            f"on {os.cpu_count()} CPU cores, Python {platform.python_version()}, grpcio {grpc.__version__}, "
+            f"{time.strftime('%Y-%m-%d')}."
+        ),
+        "",
+        (
+            "One client process per actor, one env per actor, one 28,224-byte uint8 observation up and one "
+            "int32 action down per step, trivial handler behind the DynamicBatcher (inference batch = "
+            f"max(1, clients // 2), max_batch_wait_ms = {MAX_BATCH_WAIT_MS:g}), 127.0.0.1. Median of "
+            f"{args.repeats} runs per cell."
+        ),
+        "",
+        "| clients | batch | server | round trips/s | p50 latency | p99 latency | threads / aio |",
+        "|---:|---:|---|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        ratio = by[("threads", r["clients"])]["rps"] / by[("aio", r["clients"])]["rps"]
+        lines.append(
+            f"| {r['clients']} | {r['batch']} | {'thread pool' if r['kind'] == 'threads' else 'grpc.aio'} | "
+            f"{r['rps']:,.0f} | {r['p50_ms']:.2f} ms | {r['p99_ms']:.2f} ms | "
+            f"{ratio:.2f}x |"
+        )
+    table = "\n".join(lines) + "\n"
+    print()
+    print(table)
+    with open(args.out, "w") as f:
+        f.write(table)
+    print(f"wrote {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

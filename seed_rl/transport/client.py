@@ -1,0 +1,312 @@
+"""The actor side of the transport: one handshake, then one long-lived bidirectional stream.
+
+``LearnerClient`` is all an actor needs to talk to the learner::
+
+    with LearnerClient("127.0.0.1:8686", task=3) as client:
+        info = client.handshake()               # waits for the learner, with back-off
+        while True:
+            actions = client.step(step_batch)   # one message up, one down
+
+Every gRPC failure surfaces as a :class:`~seed_rl.transport.errors.TransportError` subclass carrying the learner's
+message. The reconnection policy belongs to the actor: on :class:`LearnerUnavailableError` it recreates its
+environments, draws new run ids and connects again (a new client, or :meth:`LearnerClient.reconnect`). Imports no
+TensorFlow.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, NamedTuple
+
+import grpc
+import numpy as np
+
+from seed_rl.protos import (
+    MAX_MESSAGE_BYTES,
+    PROTOCOL_VERSION,
+    SESSION_METADATA_KEY,
+    TOKEN_METADATA_KEY,
+    codec,
+)
+from seed_rl.protos import seed_rl_pb2 as pb
+from seed_rl.protos import seed_rl_pb2_grpc as pb_grpc
+from seed_rl.transport.errors import (
+    LearnerUnavailableError,
+    ProtocolMismatchError,
+    TransportError,
+    from_rpc_error,
+)
+from seed_rl.types import ArraySpec, ObservationSpec, StepBatch
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = ["HandshakeInfo", "LearnerClient"]
+
+_CHANNEL_OPTIONS = (
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    # gRPC's own reconnect back-off starts at 1 s and grows to 120 s: far too slow to notice a learner that
+    # (re)starts. Connection attempts keep gRPC's default 20 s connect timeout.
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 2_000),
+    # Detect a learner host that vanished without closing the connection, also while a step waits on a blocked
+    # inference (the server accepts these pings, see server.py).
+    ("grpc.keepalive_time_ms", 30_000),
+    ("grpc.keepalive_timeout_ms", 20_000),
+)
+
+_INITIAL_RETRY_DELAY_S = 0.05
+_MAX_RETRY_DELAY_S = 2.0
+
+
+class HandshakeInfo(NamedTuple):
+    """What the learner told this actor in the handshake."""
+
+    protocol_version: int
+    """The learner's protocol version (equal to seed_rl.protos.PROTOCOL_VERSION, or handshake() raised)."""
+    session_id: str
+    """This connection's session; a newer handshake of the same task supersedes it."""
+    num_envs: int
+    """Total envs across actors."""
+    env_id_begin: int
+    """First env id owned by this actor's task (inclusive)."""
+    env_id_end: int
+    """End of this task's env ids (exclusive)."""
+    config_json: str
+    """The learner's resolved configuration as JSON (seed_rl.config.Config.from_json)."""
+    observation_spec: ObservationSpec
+    """The observation spec the learner checks every message against (batch dimension excluded)."""
+    action_spec: ArraySpec
+    """The spec of one env's action."""
+
+
+class _Stream:
+    """One bidirectional ``Stream`` call with one message in flight: a request queue feeding gRPC's request
+    iterator, and gRPC's response iterator."""
+
+    _END = object()
+
+    def __init__(self, stub: pb_grpc.LearnerStub, metadata: tuple[tuple[str, str], ...]) -> None:
+        self._requests: queue.SimpleQueue = queue.SimpleQueue()
+        self._call = stub.Stream(self._request_iterator(), metadata=metadata)
+
+    def _request_iterator(self) -> Iterator[pb.StepBatch]:
+        while True:
+            item = self._requests.get()
+            if item is self._END:
+                return
+            yield item
+
+    def exchange(self, message: pb.StepBatch) -> pb.ActionBatch:
+        self._requests.put(message)
+        return next(self._call)  # raises the call (a grpc.RpcError) when it fails
+
+    def close(self) -> None:
+        self._call.cancel()
+        self._requests.put(self._END)  # ends gRPC's request-consuming thread
+
+
+class LearnerClient:
+    """A connection from one actor (``task``) to the learner at ``address``. Use it as a context manager.
+
+    Args:
+      address: the learner's ``host:port``.
+      task: this actor's task index; it owns env ids ``[task * env_batch_size, (task + 1) * env_batch_size)``.
+      auth_token: the learner's shared secret, if it requires one.
+      connect_timeout_s: how long :meth:`handshake` waits for the learner (None: forever, like the original).
+      channel_credentials: ``grpc.ssl_channel_credentials(...)`` for TLS; None connects in plaintext.
+    """
+
+    def __init__(
+        self,
+        address: str,
+        task: int,
+        *,
+        auth_token: str = "",
+        connect_timeout_s: float | None = None,
+        channel_credentials: grpc.ChannelCredentials | None = None,
+    ) -> None:
+        self._address = address
+        self._task = int(task)
+        self._auth_token = auth_token
+        self._connect_timeout_s = connect_timeout_s
+        self._credentials = channel_credentials
+        self._channel: grpc.Channel | None = None
+        self._stub: pb_grpc.LearnerStub | None = None
+        self._stream: _Stream | None = None
+        self._info: HandshakeInfo | None = None
+        self._step_lock = threading.Lock()
+        self._closed = False
+
+    # ------------------------------------------------------------------------------------------------- public
+
+    @property
+    def info(self) -> HandshakeInfo | None:
+        """The latest handshake's answer (None before the first handshake)."""
+        return self._info
+
+    def handshake(self) -> HandshakeInfo:
+        """Waits for the learner (exponential back-off, up to ``connect_timeout_s``) and registers this task.
+
+        Raises:
+          LearnerUnavailableError: the learner could not be reached in time.
+          ProtocolMismatchError: the learner speaks another protocol version.
+          AuthenticationError: missing or wrong auth token.
+          InvalidRequestError: the task is out of the learner's range (the message gives the valid range).
+        """
+        self._check_open()
+        if self._stub is None:
+            self._open_channel()
+        assert self._stub is not None
+        what = f"Handshake with the learner at {self._address} (task {self._task})"
+        request = pb.HandshakeRequest(
+            protocol_version=PROTOCOL_VERSION, task=self._task, auth_token=self._auth_token
+        )
+        timeout = self._connect_timeout_s
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = _INITIAL_RETRY_DELAY_S
+        while True:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                # wait_for_ready: a learner that is not up yet is waited for (gRPC reconnects with back-off)
+                # rather than failing at once.
+                response = self._stub.Handshake(request, timeout=remaining, wait_for_ready=True)
+                break
+            except grpc.RpcError as e:
+                error = from_rpc_error(e, what)
+            if not isinstance(error, LearnerUnavailableError):
+                raise error
+            if self._closed:
+                raise LearnerUnavailableError(f"{what}: the client was closed")
+            if deadline is not None and time.monotonic() >= deadline:
+                raise LearnerUnavailableError(
+                    f"could not reach the learner at {self._address} within {timeout} s ({error})",
+                    code=error.code,
+                    reason=error.reason,
+                )
+            # The learner answered but is not serving (e.g. stopping or restarting): back off and retry.
+            pause = delay if deadline is None else min(delay, max(0.0, deadline - time.monotonic()))
+            time.sleep(pause)
+            delay = min(2 * delay, _MAX_RETRY_DELAY_S)
+
+        if response.protocol_version != PROTOCOL_VERSION:
+            raise ProtocolMismatchError(
+                f"protocol version mismatch: the learner at {self._address} speaks version "
+                f"{response.protocol_version}, this actor speaks version {PROTOCOL_VERSION}"
+            )
+        info = HandshakeInfo(
+            protocol_version=response.protocol_version,
+            session_id=response.session_id,
+            num_envs=response.num_envs,
+            env_id_begin=response.env_id_begin,
+            env_id_end=response.env_id_end,
+            config_json=response.config_json,
+            observation_spec=codec.decode_observation_spec(response.observation_spec),
+            action_spec=codec.decode_array_spec(response.action_spec, "action spec"),
+        )
+        self._close_stream()  # a stream of an older session would be refused as superseded
+        self._info = info
+        return info
+
+    def step(self, step_batch: StepBatch) -> np.ndarray:
+        """Sends one step of this actor's envs and returns their actions ``[k, ...]`` (a read-only array).
+
+        The stream is opened on the first call after a handshake. After a failure the stream is dropped; the next
+        call opens a new one in the same session (which works when the learner is still up, e.g. after a failed
+        inference batch).
+
+        Raises:
+          LearnerUnavailableError: the learner is stopping, gone, or the call was cancelled: reconnect.
+          InvalidRequestError: the learner refused the message (the message says why).
+          ProtocolMismatchError: no valid session (superseded by another actor of the same task, or no handshake).
+          TransportError: anything else, e.g. the learner's inference step failed.
+        """
+        self._check_open()
+        if self._info is None:
+            raise ProtocolMismatchError("step() before handshake(): call handshake() first")
+        message = codec.encode_step_batch(step_batch)
+        rows = message.env_ids.shape[0] if message.env_ids.shape else 0
+        what = f"Step on the stream to the learner at {self._address} (task {self._task})"
+        with self._step_lock:
+            try:
+                if self._stream is None:
+                    self._stream = self._open_stream()
+                response = self._stream.exchange(message)
+            except grpc.RpcError as e:
+                self._close_stream()
+                raise from_rpc_error(e, what) from None
+            except StopIteration:
+                self._close_stream()
+                raise LearnerUnavailableError(
+                    f"{what} failed: the learner closed the stream"
+                ) from None
+        try:
+            actions = codec.decode_array(response.actions, "ActionBatch.actions")
+        except ValueError as e:
+            raise TransportError(f"{what}: the learner sent undecodable actions: {e}") from None
+        if actions.ndim == 0 or actions.shape[0] != rows:
+            raise TransportError(
+                f"{what}: the learner sent actions of shape {actions.shape} for {rows} envs"
+            )
+        return actions
+
+    def reconnect(self) -> HandshakeInfo:
+        """Closes the stream and the channel, opens a fresh channel and handshakes again (with back-off).
+
+        The caller must use new run ids from now on (that is what tells the learner to reset its envs).
+        """
+        self._check_open()
+        self._close_stream()
+        self._close_channel()
+        self._info = None
+        return self.handshake()
+
+    def close(self) -> None:
+        """Cancels the stream (a step waiting in another thread gets LearnerUnavailableError) and closes the
+        channel. Idempotent."""
+        self._closed = True
+        self._close_stream()
+        self._close_channel()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------------------------------------ private
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LearnerUnavailableError(f"the client of the learner at {self._address} is closed")
+
+    def _open_channel(self) -> None:
+        if self._credentials is None:
+            channel = grpc.insecure_channel(self._address, options=_CHANNEL_OPTIONS)
+        else:
+            channel = grpc.secure_channel(
+                self._address, self._credentials, options=_CHANNEL_OPTIONS
+            )
+        self._channel = channel
+        self._stub = pb_grpc.LearnerStub(channel)
+
+    def _open_stream(self) -> _Stream:
+        assert self._stub is not None and self._info is not None
+        metadata: tuple[tuple[str, str], ...] = ((SESSION_METADATA_KEY, self._info.session_id),)
+        if self._auth_token:
+            metadata += ((TOKEN_METADATA_KEY, self._auth_token),)
+        return _Stream(self._stub, metadata)
+
+    def _close_stream(self) -> None:
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            stream.close()
+
+    def _close_channel(self) -> None:
+        channel, self._channel, self._stub = self._channel, None, None
+        if channel is not None:
+            channel.close()

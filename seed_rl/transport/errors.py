@@ -1,0 +1,127 @@
+"""The transport's exceptions, and the mapping from gRPC status codes to them.
+
+Actors catch :class:`LearnerUnavailableError` and reconnect (with new run ids); every other
+:class:`TransportError` is a bug or a misconfiguration that no retry fixes, so the actor exits non-zero.
+
+| status code                                  | exception                  | typical cause                          |
+|----------------------------------------------|----------------------------|----------------------------------------|
+| UNAVAILABLE, CANCELLED, DEADLINE_EXCEEDED    | LearnerUnavailableError    | learner down, stopping or restarting   |
+| FAILED_PRECONDITION                          | ProtocolMismatchError      | version mismatch, no/superseded session|
+| INVALID_ARGUMENT, OUT_OF_RANGE               | InvalidRequestError        | bad shape, dtype, env id, task         |
+| UNAUTHENTICATED, PERMISSION_DENIED           | AuthenticationError        | missing or wrong auth token            |
+| anything else (INTERNAL, UNKNOWN, ...)       | TransportError             | the learner's inference step failed    |
+
+A stream that names a session the learner does not know (the learner restarted between the actor's handshake and
+its stream) fails with FAILED_PRECONDITION and the reason ``unknown-session``; it is raised as
+:class:`LearnerUnavailableError` because a reconnect fixes it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+
+from seed_rl.protos import REASON_METADATA_KEY
+
+__all__ = [
+    "AuthenticationError",
+    "InvalidRequestError",
+    "LearnerUnavailableError",
+    "ProtocolMismatchError",
+    "TransportError",
+    "from_rpc_error",
+    "status_code_of",
+]
+
+
+class TransportError(Exception):
+    """Base of the transport's exceptions.
+
+    Attributes:
+      code: the gRPC status code the error came with (None when it did not come from gRPC).
+      reason: the short machine-readable reason the learner sent (``seed-rl-reason`` trailing metadata), or "".
+    """
+
+    def __init__(self, message: str, code: grpc.StatusCode | None = None, reason: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+
+
+class LearnerUnavailableError(TransportError):
+    """The learner cannot be reached, is stopping, or dropped the call: reconnect (with new run ids)."""
+
+
+class ProtocolMismatchError(TransportError):
+    """The actor and the learner disagree on the protocol (version, specs) or the session: fatal for an actor."""
+
+
+class InvalidRequestError(TransportError):
+    """The learner refused a malformed message (shape, dtype, env id, task range): a bug in the caller."""
+
+
+class AuthenticationError(TransportError):
+    """The learner requires an auth token and the actor sent none or a wrong one."""
+
+
+_CODE_TO_ERROR: dict[grpc.StatusCode, type[TransportError]] = {
+    grpc.StatusCode.UNAVAILABLE: LearnerUnavailableError,
+    grpc.StatusCode.CANCELLED: LearnerUnavailableError,
+    grpc.StatusCode.DEADLINE_EXCEEDED: LearnerUnavailableError,
+    grpc.StatusCode.FAILED_PRECONDITION: ProtocolMismatchError,
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidRequestError,
+    grpc.StatusCode.OUT_OF_RANGE: InvalidRequestError,
+    grpc.StatusCode.UNAUTHENTICATED: AuthenticationError,
+    grpc.StatusCode.PERMISSION_DENIED: AuthenticationError,
+}
+
+_ERROR_TO_CODE: dict[type[TransportError], grpc.StatusCode] = {
+    LearnerUnavailableError: grpc.StatusCode.UNAVAILABLE,
+    ProtocolMismatchError: grpc.StatusCode.FAILED_PRECONDITION,
+    InvalidRequestError: grpc.StatusCode.INVALID_ARGUMENT,
+    AuthenticationError: grpc.StatusCode.UNAUTHENTICATED,
+}
+
+# Reasons that a reconnect fixes, whatever their status code.
+_RECONNECT_REASONS = frozenset({"unknown-session"})
+
+
+def status_code_of(error: TransportError) -> grpc.StatusCode:
+    """The status code the server answers with for ``error`` (its own code if it has one)."""
+    if error.code is not None:
+        return error.code
+    for cls in type(error).__mro__:
+        code = _ERROR_TO_CODE.get(cls)  # type: ignore[arg-type]
+        if code is not None:
+            return code
+    return grpc.StatusCode.INTERNAL
+
+
+def _reason_of(error: Any) -> str:
+    try:
+        metadata = error.trailing_metadata() or ()
+    except Exception:  # noqa: BLE001 - not every RpcError is a Call
+        return ""
+    for key, value in metadata:
+        if key == REASON_METADATA_KEY:
+            return value if isinstance(value, str) else value.decode("utf-8", "replace")
+    return ""
+
+
+def from_rpc_error(error: grpc.RpcError, what: str) -> TransportError:
+    """Turns a ``grpc.RpcError`` into the matching :class:`TransportError`, keeping the learner's message.
+
+    Args:
+      error: the error raised by a gRPC call.
+      what: what was being done, for the message (e.g. ``"Handshake with 127.0.0.1:8686"``).
+    """
+    code = error.code() if callable(getattr(error, "code", None)) else None
+    details = error.details() if callable(getattr(error, "details", None)) else str(error)
+    reason = _reason_of(error)
+    if reason in _RECONNECT_REASONS:
+        cls: type[TransportError] = LearnerUnavailableError
+    else:
+        cls = _CODE_TO_ERROR.get(code, TransportError) if code is not None else TransportError
+    code_name = code.name if code is not None else "UNKNOWN"
+    return cls(f"{what} failed ({code_name}): {details}", code=code, reason=reason)

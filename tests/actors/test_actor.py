@@ -1,0 +1,164 @@
+"""The actor loop against a real (TensorFlow-free) server whose handler records every row it sees.
+
+Test envs (seed_rl/envs/testing.py): ``counting`` observes ``[env_id, episode, step, prev_action]`` and ends with
+``terminated`` after ``length`` steps; ``truncating`` ends with ``truncated``; ``crashing`` raises in ``step``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from seed_rl.actors.actor import Actor
+from seed_rl.config import Config, EnvConfig, RunConfig
+from seed_rl.envs import env_specs
+from seed_rl.transport.server import InferenceServer
+
+
+class Recorder:
+    """Handler that answers action 1 and records (env_id, run_id, reward, done, abandoned, obs) per row."""
+
+    def __init__(self):
+        self.rows = []
+        self.lock = threading.Lock()
+
+    def __call__(self, batch):
+        with self.lock:
+            for i in range(len(batch.env_ids)):
+                eo = batch.env_outputs
+                self.rows.append((int(batch.env_ids[i]), int(batch.run_ids[i]), float(eo.reward[i]),
+                                  bool(eo.done[i]), bool(eo.abandoned[i]), eo.observation[i].tolist()))
+        return np.ones(len(batch.env_ids), np.int32)
+
+    def of(self, env_id):
+        with self.lock:
+            return [r for r in self.rows if r[0] == env_id]
+
+
+def _server(env_name, handler, env_batch_size=2, num_actors=1):
+    config = Config(env=EnvConfig(family="test", name=env_name),
+                    run=RunConfig(num_actors=num_actors, env_batch_size=env_batch_size))
+    obs_spec, act_spec = env_specs(config.env)
+    server = InferenceServer("127.0.0.1:0", handler, num_envs=num_actors * env_batch_size,
+                             env_batch_size=env_batch_size, observation_spec=obs_spec, action_spec=act_spec,
+                             config_json=config.to_json(), inference_batch_size=env_batch_size,
+                             max_batch_wait_ms=1.0)
+    port = server.start()
+    return server, f"127.0.0.1:{port}"
+
+
+def _run_actor(address, steps, task=0):
+    actor = Actor(address, task, connect_timeout_s=30, seed=0)
+    actor.run(max_steps=steps)
+    return actor
+
+
+def test_episode_semantics_first_message_and_done_carries_reset_observation():
+    rec = Recorder()
+    server, address = _server("counting:length=3,num_actions=2", rec)
+    try:
+        _run_actor(address, steps=7)
+    finally:
+        server.stop()
+    rows = rec.of(0)
+    # obs = [env_id, episode, step, prev_action]; the action is always 1 so reward = step + 1 + 1.
+    assert [(r[2], r[3], r[5]) for r in rows[:5]] == [
+        (0.0, False, [0, 0, 0, -1]),  # first message: reward 0, not done, reset observation
+        (2.0, False, [0, 0, 1, 1]),
+        (3.0, False, [0, 0, 2, 1]),
+        (4.0, True, [0, 1, 0, -1]),   # done: last reward of the episode, observation after the reset
+        (2.0, False, [0, 1, 1, 1]),
+    ]
+    assert len({r[1] for r in rows}) == 1  # one run id per connection
+    assert {r[0] for r in rec.rows} == {0, 1}
+
+
+def test_truncation_uses_the_two_message_protocol():
+    rec = Recorder()
+    server, address = _server("truncating:length=2,num_actions=2", rec)
+    try:
+        _run_actor(address, steps=4)
+    finally:
+        server.stop()
+    rows = rec.of(1)
+    assert [(r[2], r[3], r[4], r[5][2]) for r in rows[:5]] == [
+        (0.0, False, False, 0),
+        (2.0, False, False, 1),
+        (3.0, False, False, 2),   # extra message: terminal observation and last reward, not done
+        (0.0, True, True, 0),     # then the reset observation, done and abandoned, reward 0
+        (2.0, False, False, 1),
+    ]
+
+
+def test_crashing_env_is_recreated_with_a_new_run_id_and_the_actor_carries_on():
+    rec = Recorder()
+    server, address = _server("crashing:crash_after=3,crash_env_id=0,num_actions=2", rec)
+    try:
+        actor = _run_actor(address, steps=10)
+    finally:
+        server.stop()
+    assert actor.env_restarts >= 1
+    run_ids_env0 = [r[1] for r in rec.of(0)]
+    run_ids_env1 = [r[1] for r in rec.of(1)]
+    assert len(set(run_ids_env0)) >= 2  # re-created env got a new run id
+    assert len(set(run_ids_env1)) == 1  # the healthy env kept its own
+    first_after_crash = next(r for r in rec.of(0) if r[1] != run_ids_env0[0])
+    assert first_after_crash[2:5] == (0.0, False, False)  # a fresh first message
+
+
+def test_actor_reconnects_with_new_run_ids_after_the_learner_restarts():
+    rec = Recorder()
+    server, address = _server("counting:length=5,num_actions=2", rec)
+    port = int(address.rsplit(":", 1)[1])
+    actor = Actor(address, 0, connect_timeout_s=60, seed=0)
+    thread = threading.Thread(target=actor.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while len(rec.of(0)) < 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        server.stop()
+        # A new learner on the same port, as after a restart.
+        config = Config(env=EnvConfig(family="test", name="counting:length=5,num_actions=2"),
+                        run=RunConfig(num_actors=1, env_batch_size=2))
+        obs_spec, act_spec = env_specs(config.env)
+        rec2 = Recorder()
+        server = InferenceServer(f"127.0.0.1:{port}", rec2, num_envs=2, env_batch_size=2,
+                                 observation_spec=obs_spec, action_spec=act_spec, config_json=config.to_json(),
+                                 inference_batch_size=2, max_batch_wait_ms=1.0)
+        server.start()
+        deadline = time.monotonic() + 30
+        while len(rec2.of(0)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(rec2.of(0)) >= 3, "the actor did not come back"
+        assert rec2.of(0)[0][1] not in {r[1] for r in rec.of(0)}  # fresh run id
+        assert rec2.of(0)[0][2:4] == (0.0, False)
+        assert actor.reconnects >= 1
+    finally:
+        actor.stop()
+        server.stop()
+        thread.join(timeout=10)
+
+
+def test_actor_with_mismatched_env_spec_exits_with_a_clear_error():
+    from seed_rl.transport.errors import ProtocolMismatchError
+
+    rec = Recorder()
+    config = Config(env=EnvConfig(family="test", name="counting:length=3,num_actions=2"),
+                    run=RunConfig(num_actors=1, env_batch_size=2))
+    _, act_spec = env_specs(config.env)
+    from seed_rl.types import ArraySpec
+
+    server = InferenceServer("127.0.0.1:0", rec, num_envs=2, env_batch_size=2,
+                             observation_spec=ArraySpec((7,), "int32"), action_spec=act_spec,
+                             config_json=config.to_json(), inference_batch_size=2, max_batch_wait_ms=1.0)
+    port = server.start()
+    try:
+        with pytest.raises(ProtocolMismatchError, match="observation spec"):
+            _run_actor(f"127.0.0.1:{port}", steps=3)
+    finally:
+        server.stop()
+    assert rec.rows == []

@@ -1,0 +1,116 @@
+"""Run the real system (``python -m seed_rl train``: learner + actor processes over loopback gRPC) in tests."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import List, Optional
+
+import numpy as np
+
+from seed_rl.learner.summaries import Episode, read_episodes
+
+
+class TrainProcess:
+    """``seed-rl train`` in a subprocess, with its output collected line by line."""
+
+    def __init__(self, logdir: str, *flags: str):
+        self.logdir = logdir
+        cmd = [sys.executable, "-m", "seed_rl", "train", f"--logdir={logdir}", *flags]
+        env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2")
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        self.lines: List[str] = []
+        self._cond = threading.Condition()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            with self._cond:
+                self.lines.append(line.rstrip("\n"))
+                self._cond.notify_all()
+        with self._cond:
+            self._cond.notify_all()
+
+    def wait_for(self, pattern: str, timeout: float, start: int = 0) -> re.Match:
+        """Waits for an output line matching ``pattern`` (from line ``start``); returns the match."""
+        regex = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        index = start
+        with self._cond:
+            while True:
+                while index < len(self.lines):
+                    m = regex.search(self.lines[index])
+                    if m:
+                        self.matched_index = index
+                        return m
+                    index += 1
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or (self.proc.poll() is not None and index >= len(self.lines)):
+                    raise AssertionError(f"no line matching {pattern!r} within {timeout}s; output:\n" +
+                                         "\n".join(self.lines[-40:]))
+                self._cond.wait(timeout=min(remaining, 1.0))
+
+    def wait(self, timeout: float) -> int:
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGINT)
+            self.proc.wait(timeout=60)
+            raise AssertionError(f"train did not finish within {timeout}s; output:\n" + "\n".join(self.lines[-40:]))
+        finally:
+            self._reader.join(timeout=5)
+
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def actor_pids(self) -> List[int]:
+        return [int(m.group(1)) for m in (re.search(r"started actor \d+ \(pid (\d+)\)", line)
+                                           for line in self.lines) if m]
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def episodes(logdir: str) -> List[Episode]:
+    return read_episodes(os.path.join(logdir, "episodes.csv"))
+
+
+def best_rolling_mean(eps: List[Episode], window: int = 20) -> tuple[float, Optional[int]]:
+    """(best mean return over ``window`` consecutive episodes, env frames when it was first reached)."""
+    returns = np.array([e.episode_return for e in eps])
+    if len(returns) < window:
+        return float("-inf"), None
+    rolling = np.convolve(returns, np.ones(window) / window, mode="valid")
+    best = int(np.argmax(rolling))
+    return float(rolling[best]), eps[best + window - 1].env_frames
+
+
+def first_frames_reaching(eps: List[Episode], threshold: float, window: int = 20) -> Optional[int]:
+    returns = np.array([e.episode_return for e in eps])
+    if len(returns) < window:
+        return None
+    rolling = np.convolve(returns, np.ones(window) / window, mode="valid")
+    hits = np.nonzero(rolling >= threshold)[0]
+    return eps[int(hits[0]) + window - 1].env_frames if len(hits) else None
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0); read its state.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except OSError:
+        return False

@@ -1,0 +1,850 @@
+"""The transport's contract, on real gRPC over 127.0.0.1:0 with trivial numpy handlers.
+
+In the spirit of google-research/seed_rl grpc/python/ops_test.py: batching (by size, by deadline, wait for a full
+batch), several clients, stress, every kind of bad input (right exception, a message that names the problem, the
+handler never sees the bad rows, the server keeps serving), a dying actor and its replacement in flight at once,
+disconnect mid-stream, reconnect, shutdown during a call, call after shutdown, a failing handler.
+
+The handler answers ``env_id * 1000 + episode_step`` for every row, so each client can check that it got its own
+actions back. No test asserts on speed; waits are bounded by generous liveness timeouts.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+
+import grpc
+import numpy as np
+import pytest
+
+from seed_rl.protos import PROTOCOL_VERSION, SESSION_METADATA_KEY, TOKEN_METADATA_KEY, codec
+from seed_rl.protos import seed_rl_pb2 as pb
+from seed_rl.protos import seed_rl_pb2_grpc as pb_grpc
+from seed_rl.transport import (
+    AuthenticationError,
+    DynamicBatcher,
+    InferenceServer,
+    InvalidRequestError,
+    LearnerClient,
+    LearnerUnavailableError,
+    ProtocolMismatchError,
+    TransportError,
+)
+from seed_rl.transport.errors import from_rpc_error
+from seed_rl.types import ArraySpec, EnvOutput, StepBatch
+
+pytestmark = pytest.mark.timeout(60)
+
+OBS_SPEC = ArraySpec(shape=(2, 3), dtype="uint8")
+ACTION_SPEC = ArraySpec(shape=(), dtype="int32", num_values=4)
+LIVENESS_S = 10.0  # generous bound for anything that must happen "soon"
+BAD_RUN_ID = 666  # run id of every malformed message; the handler must never see it
+
+
+# ------------------------------------------------------------------------------------------------- helpers
+
+
+class Handler:
+    """A recording inference handler: actions are env_id * 1000 + episode_step.
+
+    ``gate`` (set by default) is waited on before each call, so a test can hold the learner "busy"; ``fail_if``
+    makes a call raise.
+    """
+
+    def __init__(self, fail_if: Callable[[StepBatch], bool] | None = None) -> None:
+        self.calls: list[dict[str, list[int]]] = []
+        self.gate = threading.Event()
+        self.gate.set()
+        self.entered = threading.Event()
+        self.fail_if = fail_if
+        self._lock = threading.Lock()
+
+    def __call__(self, batch: StepBatch) -> np.ndarray:
+        with self._lock:
+            self.calls.append(
+                {"env_ids": batch.env_ids.tolist(), "run_ids": batch.run_ids.tolist()}
+            )
+        self.entered.set()
+        assert self.gate.wait(LIVENESS_S), "test gate never opened"
+        if self.fail_if is not None and self.fail_if(batch):
+            raise RuntimeError("boom: the network produced NaNs")
+        return (batch.env_ids.astype(np.int32) * 1000 + batch.env_outputs.episode_step).astype(
+            np.int32
+        )
+
+    def seen_run_ids(self) -> set[int]:
+        with self._lock:
+            return {r for call in self.calls for r in call["run_ids"]}
+
+
+def make_step(env_ids, step: int = 0, run_id: int = 1, observation=None) -> StepBatch:
+    env_ids = np.asarray(env_ids, np.int32)
+    k = len(env_ids)
+    if observation is None:
+        observation = np.full((k, *OBS_SPEC.shape), step % 256, np.uint8)
+    return StepBatch(
+        env_ids=env_ids,
+        run_ids=np.full(k, run_id, np.int64),
+        env_outputs=EnvOutput(
+            reward=np.zeros(k, np.float32),
+            done=np.zeros(k, bool),
+            observation=observation,
+            abandoned=np.zeros(k, bool),
+            episode_step=np.full(k, step, np.int32),
+        ),
+        raw_rewards=np.zeros(k, np.float32),
+    )
+
+
+def expected_actions(env_ids, step: int) -> list[int]:
+    return [int(e) * 1000 + step for e in env_ids]
+
+
+def background(fn, *args) -> concurrent.futures.Future:
+    """Runs fn(*args) in a daemon thread; the future holds its result or exception."""
+    future: concurrent.futures.Future = concurrent.futures.Future()
+
+    def run():
+        try:
+            future.set_result(fn(*args))
+        except BaseException as e:  # noqa: BLE001
+            future.set_exception(e)
+
+    threading.Thread(target=run, daemon=True).start()
+    return future
+
+
+def wait_until(predicate, what: str, timeout: float = LIVENESS_S) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.005)
+
+
+@pytest.fixture
+def cluster():
+    """Factory for servers and clients on 127.0.0.1:0, all stopped/closed at teardown."""
+    servers: list[InferenceServer] = []
+    clients: list[LearnerClient] = []
+
+    class Cluster:
+        def server(self, handler=None, **overrides) -> InferenceServer:
+            kwargs = {
+                "num_envs": 8,
+                "env_batch_size": 2,
+                "observation_spec": OBS_SPEC,
+                "action_spec": ACTION_SPEC,
+                "config_json": '{"run": {"num_actors": 4}}',
+                "inference_batch_size": 4,
+                "max_batch_wait_ms": 5.0,
+            }
+            kwargs.update(overrides)
+            address = kwargs.pop("address", "127.0.0.1:0")
+            server = InferenceServer(address, handler or Handler(), **kwargs)
+            server.start()
+            servers.append(server)
+            return server
+
+        def client(
+            self, server_or_port, task: int, handshake: bool = True, **kwargs
+        ) -> LearnerClient:
+            port = server_or_port if isinstance(server_or_port, int) else server_or_port.port
+            kwargs.setdefault("connect_timeout_s", LIVENESS_S)
+            client = LearnerClient(f"127.0.0.1:{port}", task, **kwargs)
+            clients.append(client)
+            if handshake:
+                client.handshake()
+            return client
+
+    yield Cluster()
+    for client in clients:
+        client.close()
+    for server in servers:
+        server.stop()
+
+
+def raw_stream(port: int, metadata, messages) -> TransportError:
+    """Sends raw StepBatch messages on a fresh stream; returns the error the stream ends with."""
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        call = pb_grpc.LearnerStub(channel).Stream(
+            iter(messages), metadata=metadata, timeout=LIVENESS_S
+        )
+        try:
+            for _ in call:
+                pass
+        except grpc.RpcError as e:
+            return from_rpc_error(e, "raw stream")
+    raise AssertionError("the stream ended without an error")
+
+
+def raw_handshake(port: int, **fields) -> pb.HandshakeResponse | TransportError:
+    request = pb.HandshakeRequest(**{"protocol_version": PROTOCOL_VERSION, "task": 0, **fields})
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        try:
+            return pb_grpc.LearnerStub(channel).Handshake(request, timeout=LIVENESS_S)
+        except grpc.RpcError as e:
+            return from_rpc_error(e, "raw handshake")
+
+
+def assert_server_still_serves(cluster, server, handler: Handler, task: int = 3) -> None:
+    client = cluster.client(server, task)
+    ids = [2 * task, 2 * task + 1]
+    actions = client.step(make_step(ids, step=5, run_id=77))
+    assert actions.tolist() == expected_actions(ids, 5)
+    assert BAD_RUN_ID not in handler.seen_run_ids()
+
+
+# -------------------------------------------------------------------------------------------- handshake
+
+
+def test_handshake_returns_specs_env_range_and_config(cluster):
+    server = cluster.server(
+        observation_spec={"pixels": OBS_SPEC, "goal": ArraySpec((2,), "float32", minimum=0.0)}
+    )
+    info = cluster.client(server, task=2).info
+    assert info.protocol_version == PROTOCOL_VERSION
+    assert (info.num_envs, info.env_id_begin, info.env_id_end) == (8, 4, 6)
+    assert info.config_json == '{"run": {"num_actors": 4}}'
+    assert info.observation_spec == {
+        "pixels": OBS_SPEC,
+        "goal": ArraySpec((2,), "float32", minimum=0.0),
+    }
+    assert info.action_spec == ACTION_SPEC
+    assert len(info.session_id) >= 16
+
+
+def test_handshake_waits_for_a_learner_that_starts_later(cluster):
+    with socket.socket() as s:  # find a free port, then release it for the server
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    client = cluster.client(port, task=0, handshake=False)
+    pending = background(client.handshake)
+    time.sleep(0.3)
+    assert not pending.done()
+    cluster.server(address=f"127.0.0.1:{port}")
+    assert pending.result(LIVENESS_S).env_id_end == 2
+
+
+def test_handshake_times_out_with_learner_unavailable(cluster):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    client = cluster.client(port, task=0, handshake=False, connect_timeout_s=0.3)
+    with pytest.raises(LearnerUnavailableError, match="could not reach the learner"):
+        client.handshake()
+
+
+def test_wrong_protocol_version_is_refused_naming_both_versions(cluster):
+    handler = Handler()
+    server = cluster.server(handler)
+    error = raw_handshake(server.port, protocol_version=PROTOCOL_VERSION + 1)
+    assert isinstance(error, ProtocolMismatchError)
+    assert f"actor speaks version {PROTOCOL_VERSION + 1}" in str(error)
+    assert f"learner speaks version {PROTOCOL_VERSION}" in str(error)
+    assert_server_still_serves(cluster, server, handler)
+
+
+def test_task_out_of_range_is_refused_naming_the_valid_range(cluster):
+    handler = Handler()
+    server = cluster.server(handler)
+    with pytest.raises(
+        InvalidRequestError, match=r"task 4 is out of range.*valid tasks are 0\.\.3"
+    ):
+        cluster.client(server, task=4)
+    with pytest.raises(InvalidRequestError, match="task -1 is out of range"):
+        cluster.client(server, task=-1)
+    assert_server_still_serves(cluster, server, handler)
+
+
+def test_auth_token_is_required_on_handshake_and_stream(cluster):
+    handler = Handler()
+    server = cluster.server(handler, auth_token="s3cret")
+    with pytest.raises(AuthenticationError, match="auth token"):
+        cluster.client(server, task=0)
+    with pytest.raises(AuthenticationError, match="auth token"):
+        cluster.client(server, task=0, auth_token="guess")
+    good = cluster.client(server, task=0, auth_token="s3cret")
+    assert good.step(make_step([0, 1], step=1)).tolist() == expected_actions([0, 1], 1)
+    # The session id alone is not enough: the stream needs the token too.
+    metadata = ((SESSION_METADATA_KEY, good.info.session_id), (TOKEN_METADATA_KEY, "guess"))
+    bad = make_step([0, 1], run_id=BAD_RUN_ID)
+    error = raw_stream(server.port, metadata, [codec.encode_step_batch(bad)])
+    assert isinstance(error, AuthenticationError)
+    assert BAD_RUN_ID not in handler.seen_run_ids()
+
+
+# ---------------------------------------------------------------------------------------------- batching
+
+
+def test_one_client_round_trip(cluster):
+    server = cluster.server()
+    client = cluster.client(server, task=1)
+    for step in range(5):
+        actions = client.step(make_step([2, 3], step=step))
+        assert actions.dtype == np.int32
+        assert actions.tolist() == expected_actions([2, 3], step)
+
+
+def test_batching_by_size_runs_two_clients_in_one_handler_call(cluster):
+    handler = Handler()
+    # The deadline is far away, so only a full batch (2 + 2 rows) can run.
+    server = cluster.server(handler, inference_batch_size=4, max_batch_wait_ms=60_000)
+    a, b = cluster.client(server, task=0), cluster.client(server, task=1)
+    fa = background(a.step, make_step([0, 1], step=3))
+    time.sleep(0.1)
+    assert not fa.done()
+    fb = background(b.step, make_step([2, 3], step=4))
+    assert fa.result(LIVENESS_S).tolist() == expected_actions([0, 1], 3)
+    assert fb.result(LIVENESS_S).tolist() == expected_actions([2, 3], 4)
+    assert [sorted(call["env_ids"]) for call in handler.calls] == [[0, 1, 2, 3]]
+    stats = server.stats()
+    assert stats["batches"] == 1 and stats["rows"] == 4 and stats["mean_batch_fill"] == 1.0
+
+
+def test_batching_by_deadline_serves_a_lone_partial_client(cluster):
+    handler = Handler()
+    server = cluster.server(handler, inference_batch_size=8, max_batch_wait_ms=20)
+    client = cluster.client(server, task=2)
+    assert client.step(make_step([4, 5], step=1)).tolist() == expected_actions([4, 5], 1)
+    assert handler.calls == [{"env_ids": [4, 5], "run_ids": [1, 1]}]
+    stats = server.stats()
+    assert stats["mean_batch_fill"] == 0.25 and stats["mean_wait_ms"] > 0
+
+
+def test_wait_for_full_batch_waits_until_the_batch_is_full(cluster):
+    handler = Handler()
+    server = cluster.server(
+        handler, inference_batch_size=4, max_batch_wait_ms=1, wait_for_full_batch=True
+    )
+    a, b = cluster.client(server, task=0), cluster.client(server, task=3)
+    fa = background(a.step, make_step([0, 1], step=1))
+    time.sleep(0.3)  # far past max_batch_wait_ms: the original's mode must still wait
+    assert not fa.done() and handler.calls == []
+    fb = background(b.step, make_step([6, 7], step=2))
+    assert fa.result(LIVENESS_S).tolist() == expected_actions([0, 1], 1)
+    assert fb.result(LIVENESS_S).tolist() == expected_actions([6, 7], 2)
+    assert [sorted(call["env_ids"]) for call in handler.calls] == [[0, 1, 6, 7]]
+
+
+def test_stress_eight_clients_each_get_their_own_actions(cluster):
+    handler = Handler()
+    server = cluster.server(
+        handler, num_envs=16, env_batch_size=2, inference_batch_size=8, max_batch_wait_ms=2
+    )
+    clients = [cluster.client(server, task=t) for t in range(8)]
+
+    def run(task: int) -> None:
+        ids = [2 * task, 2 * task + 1]
+        for step in range(100):
+            actions = clients[task].step(make_step(ids, step=step, run_id=task))
+            assert actions.tolist() == expected_actions(ids, step), (task, step, actions)
+
+    futures = [background(run, t) for t in range(8)]
+    for future in futures:
+        future.result(4 * LIVENESS_S)
+    rows = 0
+    for call in handler.calls:
+        assert len(set(call["env_ids"])) == len(call["env_ids"]), (
+            "an env id appeared twice in one batch"
+        )
+        assert len(call["env_ids"]) <= 8
+        rows += len(call["env_ids"])
+    assert rows == 8 * 100 * 2
+
+
+# --------------------------------------------------------------------------------------------- bad input
+
+
+def _good_message(env_ids=(0, 1)) -> pb.StepBatch:
+    return codec.encode_step_batch(make_step(list(env_ids), run_id=BAD_RUN_ID))
+
+
+def _corrupt_bytes(m):
+    m.reward.data = m.reward.data[:-1]
+
+
+def _shape_disagrees_with_bytes(m):
+    m.observation[0].array.shape[:] = [2, 3, 3]  # 18 bytes declared, 12 sent
+
+
+def _scalar_field_wrong_dtype(m):
+    m.done.CopyFrom(codec.encode_array(np.array([0.0, 1.0], np.float32)))
+
+
+def _scalar_field_wrong_length(m):
+    m.raw_reward.CopyFrom(codec.encode_array(np.zeros(3, np.float32)))
+
+
+def _env_ids_not_a_vector(m):
+    m.env_ids.CopyFrom(codec.encode_array(np.zeros((1, 2), np.int32)))
+
+
+def _no_observation(m):
+    del m.observation[:]
+
+
+def _dict_observation(m):
+    del m.observation[:]
+    m.observation.extend(codec.encode_observation({"pixels": np.zeros((2, 2, 3), np.uint8)}))
+
+
+def _object_dtype(m):
+    m.run_ids.dtype = "object"
+
+
+@pytest.mark.parametrize(
+    "corrupt, match",
+    [
+        (_corrupt_bytes, r"StepBatch\.reward: 7 bytes of data do not match shape \(2,\)"),
+        (
+            _shape_disagrees_with_bytes,
+            r"StepBatch\.observation: 12 bytes of data do not match shape \(2, 3, 3\)",
+        ),
+        (_scalar_field_wrong_dtype, r"StepBatch\.done: dtype float32 is not a bool dtype"),
+        (
+            _scalar_field_wrong_length,
+            r"StepBatch\.raw_reward: shape \(3,\) does not match env_ids' shape \(2,\)",
+        ),
+        (_env_ids_not_a_vector, r"StepBatch\.env_ids: shape \(1, 2\); expected \[k\]"),
+        (_no_observation, r"StepBatch\.observation: missing"),
+        (_dict_observation, r"StepBatch\.observation: got a dict with keys \['pixels'\]"),
+        (_object_dtype, r"StepBatch\.run_ids: dtype 'object' is not allowed"),
+    ],
+)
+def test_malformed_message_is_refused_and_the_server_keeps_serving(cluster, corrupt, match):
+    handler = Handler()
+    server = cluster.server(handler)
+    session = cluster.client(server, task=0).info.session_id
+    message = _good_message()
+    corrupt(message)
+    error = raw_stream(server.port, ((SESSION_METADATA_KEY, session),), [message])
+    assert isinstance(error, InvalidRequestError), error
+    assert error.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert re.search(match, str(error)), str(error)
+    assert_server_still_serves(cluster, server, handler)
+
+
+@pytest.mark.parametrize(
+    "step, match",
+    [
+        (
+            make_step([0, 1], run_id=BAD_RUN_ID, observation=np.zeros((2, 3, 2), np.uint8)),
+            (
+                r"StepBatch\.observation: shape \(3, 2\) \(batch dimension excluded\) does not match the "
+                r"learner's spec \(2, 3\)"
+            ),
+        ),
+        (
+            make_step([0, 1], run_id=BAD_RUN_ID, observation=np.zeros((2, 2, 3), np.float32)),
+            r"StepBatch\.observation: dtype float32 does not match the learner's spec uint8",
+        ),
+        (
+            make_step([0, 1], run_id=BAD_RUN_ID, observation=np.zeros((3, 2, 3), np.uint8)),
+            r"StepBatch\.observation: shape \(3, 2, 3\) does not start with the message's 2 env rows",
+        ),
+        (
+            make_step([0, 99], run_id=BAD_RUN_ID),
+            r"env id 99 is outside \[0, num_envs=8\).*owns env ids \[0, 2\)",
+        ),
+        (make_step([-1], run_id=BAD_RUN_ID), r"env id -1 is outside \[0, num_envs=8\)"),
+        (
+            make_step([0, 2], run_id=BAD_RUN_ID),
+            r"env id 2 belongs to another task; this session owns env ids \[0, 2\)",
+        ),
+        (make_step([1, 1], run_id=BAD_RUN_ID), r"env id 1 appears more than once in one message"),
+        (
+            make_step([], run_id=BAD_RUN_ID),
+            r"StepBatch\.env_ids: shape \(0,\); expected \[k\] with k >= 1",
+        ),
+    ],
+    ids=[
+        "obs-shape",
+        "obs-dtype",
+        "obs-rows",
+        "id-out-of-range",
+        "id-negative",
+        "id-other-task",
+        "id-duplicate",
+        "no-rows",
+    ],
+)
+def test_bad_step_is_refused_with_a_clear_message(cluster, step, match):
+    handler = Handler()
+    server = cluster.server(handler)
+    client = cluster.client(server, task=0)
+    with pytest.raises(InvalidRequestError, match=match):
+        client.step(step)
+    assert_server_still_serves(cluster, server, handler)
+    # The same client can go on in the same session (a new stream is opened).
+    assert client.step(make_step([0, 1], step=2)).tolist() == expected_actions([0, 1], 2)
+
+
+def test_bad_message_mid_stream_touches_no_other_env(cluster):
+    handler = Handler()
+    server = cluster.server(handler, inference_batch_size=2)
+    good = cluster.client(server, task=1)
+    bad = cluster.client(server, task=0)
+    for step in range(3):
+        assert good.step(make_step([2, 3], step=step)).tolist() == expected_actions([2, 3], step)
+        if step == 1:
+            with pytest.raises(InvalidRequestError):
+                bad.step(make_step([0, 5], run_id=BAD_RUN_ID))
+    assert BAD_RUN_ID not in handler.seen_run_ids()
+    assert server.stats()["rejected_messages_total"] == 1
+
+
+def test_stream_before_handshake_is_refused(cluster):
+    handler = Handler()
+    server = cluster.server(handler)
+    error = raw_stream(server.port, (), [_good_message()])
+    assert isinstance(error, ProtocolMismatchError)
+    assert "call Handshake first" in str(error) and error.reason == "missing-session"
+    client = cluster.client(server, task=0, handshake=False)
+    with pytest.raises(ProtocolMismatchError, match="call handshake"):
+        client.step(make_step([0, 1]))
+    assert_server_still_serves(cluster, server, handler)
+
+
+def test_unknown_session_asks_for_a_new_handshake_as_unavailable(cluster):
+    # A learner that restarted does not know the actor's session: reconnecting fixes it.
+    handler = Handler()
+    server = cluster.server(handler)
+    error = raw_stream(server.port, ((SESSION_METADATA_KEY, "f" * 32),), [_good_message()])
+    assert isinstance(error, LearnerUnavailableError)
+    assert error.code == grpc.StatusCode.FAILED_PRECONDITION
+    assert "unknown session" in str(error) and "call Handshake first" in str(error)
+    assert_server_still_serves(cluster, server, handler)
+
+
+# --------------------------------------------------------------------------------- actors dying, reconnecting
+
+
+def test_dying_actor_and_replacement_never_share_a_batch(cluster):
+    handler = Handler()
+    server = cluster.server(
+        handler, num_envs=4, env_batch_size=2, inference_batch_size=4, max_batch_wait_ms=5
+    )
+    other = cluster.client(server, task=1)
+    old = cluster.client(server, task=0)
+
+    handler.gate.clear()  # hold the learner busy with task 1's step
+    f_other = background(other.step, make_step([2, 3], step=0, run_id=9))
+    assert handler.entered.wait(LIVENESS_S)
+    # The dying actor's last message...
+    f_old = background(old.step, make_step([0, 1], step=7, run_id=111))
+    wait_until(lambda: server.stats()["pending_rows"] >= 2, "the old actor's message to queue")
+    # ...and its replacement, which supersedes the old session and sends the same env ids.
+    new = cluster.client(server, task=0)
+    f_new = background(new.step, make_step([0, 1], step=0, run_id=222))
+    wait_until(lambda: server.stats()["pending_rows"] >= 4, "both messages to queue")
+    handler.gate.set()
+
+    assert f_other.result(LIVENESS_S).tolist() == expected_actions([2, 3], 0)
+    assert f_old.result(LIVENESS_S).tolist() == expected_actions([0, 1], 7)
+    assert f_new.result(LIVENESS_S).tolist() == expected_actions([0, 1], 0)
+    for call in handler.calls:
+        assert len(set(call["env_ids"])) == len(call["env_ids"]), (
+            f"env id twice in one batch: {call}"
+        )
+    order = [run for call in handler.calls for run in call["run_ids"] if run in (111, 222)]
+    assert order == [111, 111, 222, 222], (
+        "each env's messages must reach the learner in arrival order"
+    )
+
+    with pytest.raises(ProtocolMismatchError, match="superseded") as error:
+        old.step(make_step([0, 1], step=8, run_id=111))
+    assert error.value.reason == "superseded"
+    assert new.step(make_step([0, 1], step=1, run_id=222)).tolist() == expected_actions([0, 1], 1)
+
+
+def test_client_disconnecting_mid_call_does_not_disturb_the_server(cluster):
+    handler = Handler()
+    server = cluster.server(handler)
+    leaving = cluster.client(server, task=0)
+    handler.gate.clear()
+    pending = background(leaving.step, make_step([0, 1], step=1))
+    assert handler.entered.wait(LIVENESS_S)
+    leaving.close()  # the actor goes away with its request in the handler
+    with pytest.raises(LearnerUnavailableError):
+        pending.result(LIVENESS_S)
+    handler.gate.set()
+    assert_server_still_serves(cluster, server, handler)
+    with pytest.raises(LearnerUnavailableError, match="closed"):
+        leaving.step(make_step([0, 1]))
+
+
+def test_client_disconnecting_while_queued_is_withdrawn(cluster):
+    handler = Handler()
+    server = cluster.server(handler, inference_batch_size=2)
+    busy, leaving = cluster.client(server, task=1), cluster.client(server, task=0)
+    handler.gate.clear()
+    f_busy = background(busy.step, make_step([2, 3]))
+    assert handler.entered.wait(LIVENESS_S)
+    f_leaving = background(leaving.step, make_step([0, 1], run_id=BAD_RUN_ID))
+    wait_until(lambda: server.stats()["pending_rows"] >= 2, "the request to queue")
+    leaving.close()
+    with pytest.raises(LearnerUnavailableError):
+        f_leaving.result(LIVENESS_S)
+    wait_until(
+        lambda: server.stats()["pending_rows"] == 0, "the server to withdraw the cancelled request"
+    )
+    handler.gate.set()
+    f_busy.result(LIVENESS_S)
+    # This also checks that the withdrawn rows never reached the handler.
+    assert_server_still_serves(cluster, server, handler)
+
+
+def test_reconnect_with_new_run_ids(cluster):
+    handler = Handler()
+    server = cluster.server(handler)
+    client = cluster.client(server, task=2)
+    first = client.info.session_id
+    assert client.step(make_step([4, 5], step=0, run_id=1)).tolist() == expected_actions([4, 5], 0)
+    info = client.reconnect()
+    assert info.session_id != first and (info.env_id_begin, info.env_id_end) == (4, 6)
+    assert client.step(make_step([4, 5], step=0, run_id=2)).tolist() == expected_actions([4, 5], 0)
+    assert [call["run_ids"] for call in handler.calls] == [[1, 1], [2, 2]]
+    # A brand-new client for the same task (the actor's usual policy) works too, and supersedes this one.
+    replacement = cluster.client(server, task=2)
+    assert replacement.step(make_step([4, 5], step=0, run_id=3)).tolist() == expected_actions(
+        [4, 5], 0
+    )
+    with pytest.raises(ProtocolMismatchError, match="superseded"):
+        client.step(make_step([4, 5], step=1, run_id=2))
+
+
+# ---------------------------------------------------------------------------------------------- shutdown
+
+
+def test_shutdown_during_a_call_fails_it_promptly_as_unavailable(cluster):
+    handler = Handler()
+    server = cluster.server(handler)
+    client = cluster.client(server, task=0)
+    handler.gate.clear()  # the inference step blocks (back-pressure)
+    pending = background(client.step, make_step([0, 1]))
+    assert handler.entered.wait(LIVENESS_S)
+    server.stop()
+    with pytest.raises(LearnerUnavailableError, match="learner is stopping"):
+        pending.result(LIVENESS_S)
+    handler.gate.set()
+
+
+def test_shutdown_with_a_queued_call_waiting_for_a_full_batch(cluster):
+    server = cluster.server(inference_batch_size=8, wait_for_full_batch=True)
+    client = cluster.client(server, task=0)
+    pending = background(client.step, make_step([0, 1]))
+    wait_until(lambda: server.stats()["pending_rows"] >= 2, "the request to queue")
+    server.stop()
+    with pytest.raises(LearnerUnavailableError, match="learner is stopping"):
+        pending.result(LIVENESS_S)
+
+
+def test_calls_after_shutdown_fail_as_unavailable(cluster):
+    server = cluster.server()
+    client = cluster.client(server, task=0)
+    client.step(make_step([0, 1]))
+    server.stop()
+    with pytest.raises(LearnerUnavailableError):
+        client.step(make_step([0, 1], step=1))
+    late = cluster.client(server.port, task=1, handshake=False, connect_timeout_s=0.3)
+    with pytest.raises(LearnerUnavailableError):
+        late.handshake()
+
+
+def test_server_can_be_started_again_after_stop(cluster):
+    handler = Handler()
+    server = cluster.server(handler)
+    cluster.client(server, task=0).step(make_step([0, 1]))
+    server.stop()
+    server.start()
+    client = cluster.client(server, task=0)
+    assert client.step(make_step([0, 1], step=4)).tolist() == expected_actions([0, 1], 4)
+
+
+def test_handler_exception_fails_only_that_call(cluster):
+    handler = Handler(fail_if=lambda batch: bool((batch.env_outputs.episode_step == 3).any()))
+    server = cluster.server(handler, inference_batch_size=2)
+    client = cluster.client(server, task=0)
+    for step in range(3):
+        client.step(make_step([0, 1], step=step))
+    with pytest.raises(TransportError, match="inference step failed: RuntimeError: boom") as error:
+        client.step(make_step([0, 1], step=3))
+    assert not isinstance(error.value, LearnerUnavailableError)
+    assert error.value.code == grpc.StatusCode.INTERNAL
+    assert client.step(make_step([0, 1], step=4)).tolist() == expected_actions([0, 1], 4)
+    assert server.stats()["failed_batches"] == 1
+
+
+def test_large_messages_pass(cluster):
+    # 2 envs x 5 MB observations: above gRPC's 4 MiB default message limit.
+    spec = ArraySpec((5_000_000,), "uint8")
+    server = cluster.server(
+        observation_spec=spec, num_envs=2, env_batch_size=2, inference_batch_size=2
+    )
+    client = cluster.client(server, task=0)
+    observation = np.ones((2, 5_000_000), np.uint8)
+    assert client.step(
+        make_step([0, 1], step=2, observation=observation)
+    ).tolist() == expected_actions([0, 1], 2)
+
+
+# ------------------------------------------------------------------------------------------------- TLS
+
+
+@pytest.fixture(scope="module")
+def self_signed(tmp_path_factory):
+    openssl = shutil.which("openssl")
+    if not openssl:
+        pytest.skip("openssl is not installed")
+    out = tmp_path_factory.mktemp("tls")
+    subprocess.run(
+        [
+            openssl,
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+            "-keyout",
+            str(out / "key.pem"),
+            "-out",
+            str(out / "cert.pem"),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return (out / "key.pem").read_bytes(), (out / "cert.pem").read_bytes()
+
+
+def test_tls(cluster, self_signed):
+    key, cert = self_signed
+    server = cluster.server(server_credentials=grpc.ssl_server_credentials([(key, cert)]))
+    client = cluster.client(server, task=0, channel_credentials=grpc.ssl_channel_credentials(cert))
+    assert client.step(make_step([0, 1], step=1)).tolist() == expected_actions([0, 1], 1)
+    plaintext = cluster.client(server, task=1, handshake=False, connect_timeout_s=0.5)
+    with pytest.raises(LearnerUnavailableError):
+        plaintext.handshake()
+
+
+# ------------------------------------------------------------------------------------ the batcher alone
+
+
+def _rows(env_ids, run_id=0) -> StepBatch:
+    return make_step(env_ids, run_id=run_id)
+
+
+def test_batcher_keeps_overlapping_env_ids_apart_in_arrival_order():
+    handler = Handler()
+    batcher = DynamicBatcher(handler, inference_batch_size=6, max_batch_wait_ms=1)
+    try:
+        handler.gate.clear()
+        first = batcher.submit(_rows([6, 7], run_id=0))
+        assert handler.entered.wait(LIVENESS_S)
+        a = batcher.submit(_rows([0, 1], run_id=1))
+        b = batcher.submit(_rows([0, 1], run_id=2))  # same envs as a: must wait for the next batch
+        c = batcher.submit(_rows([1, 2], run_id=3))  # shares env 1 with b: must not overtake b
+        d = batcher.submit(_rows([4, 5], run_id=4))
+        handler.gate.set()
+        for future in (first, a, b, c, d):
+            future.result(LIVENESS_S)
+        assert [call["run_ids"] for call in handler.calls] == [[0, 0], [1, 1, 4, 4], [2, 2], [3, 3]]
+    finally:
+        batcher.stop()
+
+
+def test_batcher_never_exceeds_the_batch_size_except_for_one_big_request():
+    handler = Handler()
+    batcher = DynamicBatcher(handler, inference_batch_size=4, max_batch_wait_ms=1)
+    try:
+        handler.gate.clear()
+        blocker = batcher.submit(_rows([20]))
+        assert handler.entered.wait(LIVENESS_S)
+        futures = [
+            batcher.submit(_rows([0, 1, 2])),
+            batcher.submit(_rows([3, 4])),
+            batcher.submit(_rows(range(5, 11))),
+        ]
+        handler.gate.set()
+        results = [f.result(LIVENESS_S) for f in [blocker, *futures]]
+        assert [len(call["env_ids"]) for call in handler.calls] == [1, 3, 2, 6]
+        assert results[3].tolist() == expected_actions(range(5, 11), 0)
+    finally:
+        batcher.stop()
+
+
+def test_batcher_withdraws_cancelled_requests():
+    handler = Handler()
+    batcher = DynamicBatcher(handler, inference_batch_size=4, max_batch_wait_ms=1)
+    try:
+        handler.gate.clear()
+        blocker = batcher.submit(_rows([9]))
+        assert handler.entered.wait(LIVENESS_S)
+        gone = batcher.submit(_rows([0, 1], run_id=BAD_RUN_ID))
+        kept = batcher.submit(_rows([2, 3], run_id=5))
+        assert gone.cancel()
+        handler.gate.set()
+        blocker.result(LIVENESS_S)
+        assert kept.result(LIVENESS_S).tolist() == expected_actions([2, 3], 0)
+        assert BAD_RUN_ID not in handler.seen_run_ids()
+    finally:
+        batcher.stop()
+
+
+def test_batcher_survives_handler_errors_and_bad_handler_output():
+    outputs = iter([RuntimeError("first fails"), np.zeros(5, np.int32), np.zeros(2, np.int32)])
+
+    def handler(batch):
+        out = next(outputs)
+        if isinstance(out, Exception):
+            raise out
+        return out
+
+    batcher = DynamicBatcher(handler, inference_batch_size=2, max_batch_wait_ms=1)
+    try:
+        with pytest.raises(RuntimeError, match="first fails"):
+            batcher.submit(_rows([0, 1])).result(LIVENESS_S)
+        with pytest.raises(ValueError, match=r"actions of shape \(5,\) for a batch of 2 rows"):
+            batcher.submit(_rows([0, 1])).result(LIVENESS_S)
+        assert batcher.submit(_rows([0, 1])).result(LIVENESS_S).tolist() == [0, 0]
+        stats = batcher.stats()
+        assert (stats["batches"], stats["failed_batches"], stats["rows"]) == (3, 2, 6)
+        assert batcher.stats()["batches"] == 0  # the window was reset
+    finally:
+        batcher.stop()
+
+
+def test_batcher_stop_fails_pending_and_later_submits():
+    batcher = DynamicBatcher(
+        Handler(), inference_batch_size=4, max_batch_wait_ms=1, wait_for_full_batch=True
+    )
+    pending = batcher.submit(_rows([0]))
+    batcher.stop()
+    with pytest.raises(LearnerUnavailableError, match="learner is stopping"):
+        pending.result(LIVENESS_S)
+    with pytest.raises(LearnerUnavailableError, match="learner is stopping"):
+        batcher.submit(_rows([1])).result(LIVENESS_S)
+
+
+def test_transport_imports_no_tensorflow():
+    code = (
+        "import sys, seed_rl.transport, seed_rl.protos.codec; "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras')]; "
+        "assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
