@@ -22,7 +22,7 @@ def classic_vtrace() -> Config:
     return Config(
         env=EnvConfig(family="classic", name="CartPole-v1", num_action_repeats=1),
         run=RunConfig(
-            num_actors=2, env_batch_size=8, unroll_length=20, batch_size=16,
+            num_actors=2, env_batch_size=16, unroll_length=20, batch_size=16,
             total_environment_frames=1_000_000, target_return=450.0, save_checkpoint_secs=120.0,
             summary_period_secs=5.0),
         agent_name="vtrace",
