@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 bash scripts/setup_venv.sh
+bash scripts/lint.sh
 if [ "${1:-}" = "--slow" ]; then
   shift
   exec .venv/bin/python -m pytest -m slow -p no:cacheprovider "$@"

@@ -18,13 +18,27 @@ _LAZY = {
     "RunConfig": "seed_rl.config",
     "EnvOutput": "seed_rl.types",
     "create_environment": "seed_rl.envs",
+    "get_preset": "seed_rl.configs",
+    "Actor": "seed_rl.actors",
+    # Learner side (imports TensorFlow on first access).
+    "train": "seed_rl.launch.local",
+    "LocalRun": "seed_rl.launch.local",
+    "Learner": "seed_rl.learner.learner",
+    "VTraceAgent": "seed_rl.agents.vtrace",
+    "VTraceConfig": "seed_rl.agents.vtrace",
+    "vtrace": "seed_rl.ops",
+    "networks": "seed_rl",
+    "evaluate": "seed_rl.evaluate",
+    "load_agent": "seed_rl.evaluate",
 }
 
-__all__ = ["__version__", *sorted(_LAZY)]
+__all__ = ["__version__", *sorted(_LAZY)]  # noqa: PLE0604 - names are strings, built from _LAZY
 
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'seed_rl' has no attribute {name!r}")
+    if module == "seed_rl":  # a subpackage
+        return importlib.import_module(f"seed_rl.{name}")
     return getattr(importlib.import_module(module), name)

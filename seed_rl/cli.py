@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 import typing
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 from absl import flags
 
@@ -204,7 +204,7 @@ def main(argv: Sequence[str]) -> int:
 
 def _run_actor(fv: flags.FlagValues) -> int:
     from seed_rl.actors.actor import Actor
-    from seed_rl.transport.errors import ProtocolMismatchError
+    from seed_rl.transport.errors import TransportError
 
     actor = Actor(fv["server_address"].value, fv["task"].value, auth_token=fv["auth_token"].value,
                   connect_timeout_s=fv["connect_timeout_s"].value)
@@ -213,7 +213,7 @@ def _run_actor(fv: flags.FlagValues) -> int:
     signal.signal(signal.SIGTERM, lambda *_: actor.stop())
     try:
         actor.run()
-    except ProtocolMismatchError as e:
+    except TransportError as e:  # version/spec mismatch, bad task, wrong token: retrying cannot help
         print(f"seed-rl actor {fv['task'].value}: {e}", file=sys.stderr)
         return 3
     except KeyboardInterrupt:

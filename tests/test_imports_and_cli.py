@@ -16,7 +16,8 @@ def test_importing_actors_transport_envs_does_not_import_tensorflow():
 
 
 def test_seed_rl_lazy_attributes():
-    out = _run("import sys, seed_rl; c = seed_rl.Config(); print(type(c).__name__, 'tensorflow' in sys.modules)")
+    out = _run("import sys, seed_rl; c = seed_rl.Config(); p = seed_rl.get_preset('atari_vtrace'); "
+               "print(type(c).__name__, 'tensorflow' in sys.modules)")
     assert out == "Config False"
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Callable, Dict
 
-from seed_rl.configs.presets import atari_vtrace, classic_vtrace, test_vtrace
 from seed_rl.config import Config
+from seed_rl.configs.presets import atari_vtrace, classic_vtrace, test_vtrace
 
 PRESETS: Dict[str, Callable[[], Config]] = {
     "classic_vtrace": classic_vtrace,

@@ -5,8 +5,9 @@ Both runs use the same frame budget. Random play on CartPole averages about 22; 
 """
 
 import os
-
-import pytest
+import re
+import subprocess
+import sys
 
 from tests.integration.helpers import TrainProcess, best_rolling_mean, episodes, first_frames_reaching
 
@@ -28,6 +29,12 @@ def test_vtrace_learns_cartpole(tmp_path):
     for name in ("config.json", "episodes.csv", "learning_curve.png", "checkpoints", "saved_model"):
         assert os.path.exists(os.path.join(logdir, name)), name
     assert "target return 400.0 reached" in proc.output()
+    # The checkpoint holds the trained policy: `seed-rl eval` plays it in-process.
+    res = subprocess.run([sys.executable, "-m", "seed_rl", "eval", f"--logdir={logdir}", "--num_episodes=3"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    mean = float(re.search(r"mean return ([\d.]+)", res.stdout).group(1))
+    assert mean > 100, res.stdout  # random play averages about 22
 
 
 def test_flipped_policy_gradient_does_not_learn(tmp_path):

@@ -1,0 +1,60 @@
+"""The multi-machine commands on one host: `seed-rl learner` serving, `seed-rl actor --task=N` connecting; the
+actor takes its whole configuration from the learner's handshake."""
+
+import os
+import re
+import subprocess
+import sys
+
+from tests.integration.helpers import TrainProcess, episodes
+
+
+def test_separate_learner_and_actor_processes(tmp_path):
+    logdir = str(tmp_path / "run")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2")
+    learner = subprocess.Popen(
+        [sys.executable, "-m", "seed_rl", "learner", f"--logdir={logdir}", "--server_address=127.0.0.1:0",
+         "--env=test", "--env_name=counting:length=4,num_actions=2", "--num_actors=2", "--env_batch_size=2",
+         "--unroll_length=4", "--batch_size=2", "--total_environment_frames=400", "--mlp_sizes=8",
+         "--summary_period_secs=1"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    actors = []
+    lines = []
+    try:
+        port = None
+        for line in learner.stdout:
+            lines.append(line)
+            m = re.search(r"listening on port (\d+)", line)
+            if m:
+                port = int(m.group(1))
+                break
+        assert port, "".join(lines)
+        for task in range(2):
+            actors.append(subprocess.Popen(
+                [sys.executable, "-m", "seed_rl", "actor", f"--server_address=127.0.0.1:{port}", f"--task={task}"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env))
+        out, _ = learner.communicate(timeout=300)
+        lines.append(out)
+        assert learner.returncode == 0, "".join(lines)
+    finally:
+        for p in [learner, *actors]:
+            if p.poll() is None:
+                p.kill()
+    eps = episodes(logdir)
+    assert {e.env_id for e in eps} == {0, 1, 2, 3}
+    assert all(e.episode_steps == 4 for e in eps)
+
+
+def test_actor_with_out_of_range_task_exits_non_zero_with_a_clear_message(tmp_path):
+    proc = TrainProcess(str(tmp_path / "run"), "--env=test", "--env_name=counting:length=4,num_actions=2",
+                        "--num_actors=1", "--env_batch_size=2", "--total_environment_frames=100000000",
+                        "--mlp_sizes=8")
+    try:
+        m = proc.wait_for(r"listening on port (\d+)", timeout=120)
+        res = subprocess.run([sys.executable, "-m", "seed_rl", "actor", f"--server_address=127.0.0.1:{m.group(1)}",
+                              "--task=5", "--connect_timeout_s=30"], capture_output=True, text=True, timeout=120)
+        assert res.returncode != 0
+        assert "task" in res.stderr and "5" in res.stderr
+    finally:
+        proc.proc.send_signal(2)
+        proc.wait(timeout=60)
