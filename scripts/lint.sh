@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Lint (ruff) and type-check (mypy) the package. Run by ./run_tests.sh before the tests.
+# Lint the package, tests and benchmarks with ruff. Run by ./run_tests.sh before the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 .venv/bin/python -m ruff check seed_rl tests benchmarks
