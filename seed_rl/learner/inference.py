@@ -57,10 +57,12 @@ class InferenceStep(tf.Module):
     """Owns the per-env tables and the unroll store; ``__call__`` is the compiled inference step."""
 
     def __init__(self, agent, observation_spec, num_envs: int, unroll_length: int, num_action_repeats: int,
-                 policy_version: tf.Variable, num_overlapping_steps: int = 0):
+                 policy_version: tf.Variable, num_overlapping_steps: int = 0, num_eval_envs: int = 0):
         super().__init__(name="inference_step")
         self.agent = agent
         self.num_envs = num_envs
+        # The highest env ids are evaluation envs: they act and report episodes but never enter the unrolls.
+        self.num_train_envs = num_envs - num_eval_envs
         self.num_action_repeats = num_action_repeats
         self.policy_version = policy_version
         state_spec = specs_lib.spec_of_tensors(agent.initial_state(1))
@@ -70,12 +72,13 @@ class InferenceStep(tf.Module):
         agent_output_spec = specs_lib.spec_of_tensors(agent.agent_output_spec())
         self.run_ids = EnvTable(num_envs, tf.TensorSpec([], tf.int64), "run_ids")
         self.agent_states = EnvTable(num_envs, state_spec, "agent_states")
-        self.first_agent_states = EnvTable(num_envs, state_spec, "first_agent_states")
         self.prev_actions = EnvTable(num_envs, action_spec, "prev_actions")
         self.episode_stats = EnvTable(num_envs, EpisodeStats(
             tf.TensorSpec([], tf.int64), tf.TensorSpec([], tf.int32), tf.TensorSpec([], tf.float32),
             tf.TensorSpec([], tf.float32)), "episode_stats")
-        step_spec = (action_spec, env_spec, agent_output_spec, tf.TensorSpec([], tf.int64))
+        # Each step keeps the recurrent state *before* it, so that every unroll carries the exact state at its
+        # first step, whatever the overlap (the original stored the state of position `burn_in` instead).
+        step_spec = (action_spec, env_spec, agent_output_spec, tf.TensorSpec([], tf.int64), state_spec)
         self.store = UnrollStore(num_envs, unroll_length, step_spec, num_overlapping_steps)
         self.input_signature = (
             tf.TensorSpec([None], tf.int32),
@@ -97,8 +100,6 @@ class InferenceStep(tf.Module):
         initial_state = self.agent.initial_state(n)
         self.episode_stats.reset(reset_ids)
         self.store.reset(reset_ids)
-        self.first_agent_states.replace(
-            reset_ids, tf.nest.map_structure(lambda s: tf.boolean_mask(s, reset), initial_state))
         prev_states = _where_rows(reset, initial_state, self.agent_states.read(env_ids))
         prev_actions = _where_rows(reset, tf.nest.map_structure(tf.zeros_like, self.prev_actions.read(env_ids)),
                                    self.prev_actions.read(env_ids))
@@ -121,20 +122,20 @@ class InferenceStep(tf.Module):
         frames = (tf.cast(n, tf.int64) - tf.reduce_sum(tf.cast(abandoned, tf.int64))) * repeats
 
         # 3. Act.
-        agent_outputs, new_states = self.agent.act(prev_actions, env_outputs, prev_states)
+        agent_outputs, new_states = self.agent.act(prev_actions, env_outputs, prev_states, env_ids)
 
-        # 4. Append to the unrolls; completed unrolls carry the state before their first step.
+        # 4. Append the training envs' rows to their unrolls.
         version = tf.fill([n], self.policy_version.read_value())
-        completed, completed_ids, steps = self.store.append(
-            env_ids, (prev_actions, env_outputs, agent_outputs, version))
-        first_states = self.first_agent_states.read(completed_ids)
-        self.first_agent_states.replace(
-            completed_ids, tf.nest.map_structure(lambda s: tf.boolean_mask(s, completed), prev_states))
+        train = env_ids < self.num_train_envs
+        step = tf.nest.map_structure(lambda t: tf.boolean_mask(t, train),
+                                     (prev_actions, env_outputs, agent_outputs, version, prev_states))
+        _, completed_ids, steps = self.store.append(tf.boolean_mask(env_ids, train), step)
         self.agent_states.replace(env_ids, new_states)
         self.prev_actions.replace(env_ids, agent_outputs.action)
 
-        unrolls = Unroll(agent_state=first_states, prev_actions=steps[0], env_outputs=steps[1],
-                         agent_outputs=steps[2], policy_version=steps[3])
+        unrolls = Unroll(agent_state=tf.nest.map_structure(lambda t: t[:, 0], steps[4]),
+                         prev_actions=steps[0], env_outputs=steps[1], agent_outputs=steps[2],
+                         policy_version=steps[3])
         return InferenceOutput(
             actions=agent_outputs.action, completed_env_ids=completed_ids, unrolls=unrolls,
             finished_env_ids=finished_ids, finished=finished, reset_env_ids=reset_ids, frames=frames)

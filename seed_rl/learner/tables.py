@@ -2,14 +2,18 @@
 
 * ``EnvTable``: one row per env id for each leaf of a nest (run ids, recurrent state, previous action, the first
   state of the current unroll, episode statistics). The original's ``Aggregator``.
-* ``UnrollStore``: the partial unroll of every env. It completes unrolls of ``unroll_length + 1`` steps; consecutive
-  unrolls of one env overlap by ``num_overlapping_steps + 1`` steps (1 for V-trace; ``burn_in + 1`` for R2D2)::
+* ``UnrollStore``: the partial unroll of every env. It completes unrolls of ``num_overlapping_steps +
+  unroll_length + 1`` steps; consecutive unrolls of one env overlap by ``num_overlapping_steps + 1`` steps (1 for
+  V-trace; ``burn_in + 1`` for R2D2)::
 
       unroll_length = 3, overlap 0:   steps  0 1 2 3 | 3 4 5 6 | 6 7 8 9 ...
                                               unroll 0   unroll 1   unroll 2
 
-  After a reset (a new run id) the store starts the env again at position ``num_overlapping_steps`` with zeros in
-  front (R2D2's burn-in padding), so an unroll never mixes two runs.
+      unroll_length = 2, overlap 2:   steps  0 1 2 3 4 | 2 3 4 5 6 | 4 5 6 7 8 ...
+
+  After a reset (a new run id) the env starts again at position 0, so an unroll never mixes two runs. There is no
+  zero padding: the first unroll of a run holds real steps only (the original padded the burn-in with zero
+  frames, which a recurrent network then burned in from a state it never had when acting).
 
 Every method takes env ids ``[N]`` (unique) and works eagerly and inside ``tf.function``.
 """
@@ -65,8 +69,7 @@ class UnrollStore(tf.Module):
         self.specs = specs
         self._vars = tf.nest.map_structure(
             lambda s: _variable([num_envs, self.full_length, *s.shape], s.dtype, name), specs)
-        self._index = tf.Variable(tf.fill([num_envs], num_overlapping_steps), trainable=False,
-                                  name=f"{name}_index")
+        self._index = tf.Variable(tf.zeros([num_envs], tf.int32), trainable=False, name=f"{name}_index")
 
     def append(self, env_ids, values):
         """Appends one step per env.
@@ -91,15 +94,9 @@ class UnrollStore(tf.Module):
         return completed, completed_ids, unrolls
 
     def reset(self, env_ids) -> None:
-        """Drops the partial unroll of ``env_ids`` (new run): restart at ``overlap`` after zero padding."""
+        """Drops the partial unroll of ``env_ids`` (new run): the next step is position 0."""
         n = tf.shape(env_ids)[0]
-        self._index.scatter_update(tf.IndexedSlices(tf.fill([n], self.overlap), env_ids))
-        if self.overlap:
-            pad = tf.stack(tf.meshgrid(env_ids, tf.range(self.overlap), indexing="ij"), axis=-1)
-            tf.nest.map_structure(
-                lambda v: v.scatter_nd_update(
-                    pad, tf.zeros(tf.concat([[n, self.overlap], tf.shape(v)[2:]], 0), v.dtype)),
-                self._vars)
+        self._index.scatter_update(tf.IndexedSlices(tf.zeros([n], tf.int32), env_ids))
 
     @property
     def index(self):

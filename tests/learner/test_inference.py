@@ -21,7 +21,7 @@ class CountingAgent:
     def initial_state(self, batch_size):
         return tf.zeros([batch_size], tf.int32)
 
-    def act(self, prev_actions, env_outputs, state):
+    def act(self, prev_actions, env_outputs, state, env_ids=None):
         obs = tf.cast(env_outputs.observation[:, 0], tf.int32)
         new_state = tf.where(env_outputs.done, 1, state + 1)
         return Out(action=10 * obs + new_state), new_state
@@ -30,9 +30,9 @@ class CountingAgent:
         return Out(action=tf.TensorSpec([None], tf.int32))
 
 
-def make(num_envs=2, unroll_length=2, repeats=1):
+def make(num_envs=2, unroll_length=2, repeats=1, overlap=0, num_eval_envs=0):
     return InferenceStep(CountingAgent(), ArraySpec((1,), "int32"), num_envs, unroll_length, repeats,
-                         tf.Variable(7, dtype=tf.int64))
+                         tf.Variable(7, dtype=tf.int64), num_overlapping_steps=overlap, num_eval_envs=num_eval_envs)
 
 
 def step(inf, env_ids, run_ids, obs, reward=None, done=None, abandoned=None):
@@ -108,3 +108,31 @@ def test_first_message_of_a_new_run_never_finishes_an_episode():
     step(inf, [0], [1], [0])
     out = step(inf, [0], [2], [0], done=[True])
     assert out.finished_env_ids.numpy().tolist() == []
+
+
+def test_burn_in_overlap_stores_the_state_at_the_first_step_of_each_sequence():
+    """R2D2-style overlap (burn_in = 2, unroll_length = 2): sequences of 5 steps sharing 3 steps. The stored state
+    must be the one the agent had before the sequence's first step (the original stored the state of position
+    burn_in instead). The fake agent's state counts steps, so the state before obs k (k = 1, 2, ...) is k - 1."""
+    inf = make(num_envs=1, unroll_length=2, overlap=2)
+    got = []
+    for o in range(1, 12):
+        out = step(inf, [0], [1], [o])
+        if out.completed_env_ids.shape[0]:
+            got.append((out.unrolls.env_outputs.observation.numpy()[0, :, 0].tolist(),
+                        int(out.unrolls.agent_state.numpy()[0])))
+    assert got == [
+        ([1, 2, 3, 4, 5], 0),
+        ([3, 4, 5, 6, 7], 2),
+        ([5, 6, 7, 8, 9], 4),
+        ([7, 8, 9, 10, 11], 6),
+    ]
+
+
+def test_eval_envs_act_and_finish_episodes_but_never_enter_unrolls():
+    inf = make(num_envs=3, unroll_length=1, num_eval_envs=1)
+    for o in range(4):
+        out = step(inf, [0, 1, 2], [1, 1, 1], [o, o, o], done=[o == 3] * 3)
+        assert 2 not in out.completed_env_ids.numpy().tolist()
+        assert len(out.actions.numpy()) == 3
+    assert out.finished_env_ids.numpy().tolist() == [0, 1, 2]

@@ -7,8 +7,8 @@ Cut rules (unroll_length = 3, overlap 0): consecutive unrolls share one step::
                   [3 4 5 6]
                         [6 7 8 9]
 
-With ``num_overlapping_steps = 2`` (R2D2 burn-in) a fresh env starts at position 2 after two zero pads and
-consecutive unrolls share 3 steps.
+With ``num_overlapping_steps = 2`` (R2D2 burn-in) unrolls hold 2 + unroll_length + 1 steps and consecutive
+unrolls share 3 steps; a fresh run starts at position 0 (no zero padding).
 """
 
 import numpy as np
@@ -32,7 +32,7 @@ def _append(store, env_ids, values):
     [
         (3, 0, range(10), [[0, 1, 2, 3], [3, 4, 5, 6], [6, 7, 8, 9]]),
         (1, 0, range(4), [[0, 1], [1, 2], [2, 3]]),
-        (3, 2, range(1, 11), [[0, 0, 1, 2, 3, 4], [2, 3, 4, 5, 6, 7], [5, 6, 7, 8, 9, 10]]),
+        (3, 2, range(1, 13), [[1, 2, 3, 4, 5, 6], [4, 5, 6, 7, 8, 9], [7, 8, 9, 10, 11, 12]]),
     ],
 )
 def test_unrolls_overlap(unroll_length, overlap, steps, expected):
@@ -66,16 +66,16 @@ def test_reset_drops_partial_unroll():
     assert got == [[10, 11, 12, 13]]
 
 
-def test_reset_with_overlap_pads_with_zeros():
+def test_reset_with_overlap_starts_a_fresh_sequence_without_padding():
     store = _store(2, 2)
-    for s in [1, 2, 3]:
-        _append(store, [0], [s])  # completes [0 0 1 2 3]
-    _append(store, [0], [4])
+    for s in [1, 2, 3, 4, 5]:
+        _append(store, [0], [s])  # completes [1 2 3 4 5]
+    _append(store, [0], [6])
     store.reset(tf.constant([0]))
     got = []
-    for s in [7, 8, 9]:
+    for s in [7, 8, 9, 10, 11]:
         got.extend(_append(store, [0], [s])[2])
-    assert got == [[0, 0, 7, 8, 9]]
+    assert got == [[7, 8, 9, 10, 11]]
 
 
 def test_env_table_read_replace_add_reset():

@@ -72,7 +72,8 @@ class VTraceAgent:
     def initial_state(self, batch_size):
         return self.network.initial_state(batch_size)
 
-    def act(self, prev_actions, env_outputs: EnvOutput, agent_state):
+    def act(self, prev_actions, env_outputs: EnvOutput, agent_state, env_ids=None):
+        """One step for a batch of envs ``[B]``; ``env_ids`` is unused (the policy is the same for every env)."""
         outputs, new_state = self.network(prev_actions, env_outputs, agent_state, unroll=False)
         action = self.distribution.sample(outputs.policy_logits)
         return AgentOutput(tf.cast(action, tf.int32), outputs.policy_logits, outputs.baseline), new_state
