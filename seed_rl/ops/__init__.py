@@ -1,9 +1,11 @@
-"""Pure TensorFlow RL math: V-trace targets and parametric action distributions.
+"""Pure TensorFlow RL math: V-trace targets, n-step double-Q targets, value rescaling, action distributions.
 
 Everything here is a pure function (or a stateless object of them): no flags, no logging, no I/O.
 """
 
 from seed_rl.ops.distributions import Categorical, get_distribution
+from seed_rl.ops.nstep import double_q_bootstrap, n_step_bellman_target
+from seed_rl.ops.value_rescaling import inverse_value_rescaling, value_rescaling
 from seed_rl.ops.vtrace import (
     VTraceFromLogitsReturns,
     VTraceReturns,
@@ -15,7 +17,11 @@ __all__ = [
     "Categorical",
     "VTraceFromLogitsReturns",
     "VTraceReturns",
+    "double_q_bootstrap",
     "from_importance_weights",
     "from_logits",
     "get_distribution",
+    "inverse_value_rescaling",
+    "n_step_bellman_target",
+    "value_rescaling",
 ]
