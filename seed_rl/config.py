@@ -63,6 +63,9 @@ class RunConfig:
     num_actors: int = field(2, "Number of actor processes.")
     env_batch_size: int = field(8, "Environments per actor, sent together in one message per step.")
     num_envs: int = field(0, "Total envs across actors; 0 means num_actors * env_batch_size.")
+    num_eval_envs: int = field(
+        0, "Envs (the highest ids) that act with the evaluation policy and report eval/ returns; never trained on."
+    )
     inference_batch_size: int = field(
         -1, "Env rows per inference batch; -1 means max(env_batch_size, num_envs // 2)."
     )
@@ -112,6 +115,11 @@ class RunConfig:
             raise ValueError(
                 f"num_envs={self.num_envs} is smaller than num_actors * env_batch_size = "
                 f"{self.num_actors * self.env_batch_size}: some actors would own no valid env id"
+            )
+        if not 0 <= self.num_eval_envs < self.resolved_num_envs:
+            raise ValueError(
+                f"num_eval_envs={self.num_eval_envs} must be in [0, num_envs={self.resolved_num_envs}): at least one "
+                "env must train"
             )
         if self.unroll_length < 1 or self.batch_size < 1:
             raise ValueError("unroll_length and batch_size must be >= 1")

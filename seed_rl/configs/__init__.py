@@ -9,12 +9,22 @@ from __future__ import annotations
 from typing import Callable, Dict
 
 from seed_rl.config import Config
-from seed_rl.configs.presets import atari_vtrace, classic_vtrace, test_vtrace
+from seed_rl.configs.presets import (
+    atari_r2d2,
+    atari_r2d2_gcp,
+    atari_vtrace,
+    classic_r2d2,
+    classic_vtrace,
+    test_vtrace,
+)
 
 PRESETS: Dict[str, Callable[[], Config]] = {
     "classic_vtrace": classic_vtrace,
     "atari_vtrace": atari_vtrace,
     "test_vtrace": test_vtrace,
+    "classic_r2d2": classic_r2d2,
+    "atari_r2d2": atari_r2d2,
+    "atari_r2d2_gcp": atari_r2d2_gcp,
 }
 
 

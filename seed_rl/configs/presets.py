@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from seed_rl.agents.r2d2.config import R2D2Config
 from seed_rl.agents.vtrace.config import VTraceConfig
 from seed_rl.config import Config, EnvConfig, RunConfig
 
@@ -66,4 +67,58 @@ def test_vtrace() -> Config:
         agent_name="vtrace",
         agent=VTraceConfig(network="mlp", mlp_sizes=(16,), lstm_size=0, use_reward_and_action=False,
                            optimizer="adam", learning_rate=1e-3, lr_schedule="constant"),
+    )
+
+
+def _atari_env(game: str = "Pong") -> EnvConfig:
+    # atari/env.py: NoFrameskip-v4, full action set, 30 no-ops, 108K frames. Action repeat 4, not the original's
+    # default of 1, which freezes every observation at the reset frame (docs/deviations.md).
+    return EnvConfig(family="atari", name=game, num_action_repeats=4, max_random_noops=30, sticky_actions=False,
+                     max_episode_frames=108_000)
+
+
+def atari_r2d2() -> Config:
+    """R2D2 on Atari with the defaults of the original's main file and learner flags (agents/r2d2/learner.py,
+    atari/r2d2_main.py): batch 64, unroll 100, burn-in 40, replay 100 sequences (min 10), replay ratio 1.5,
+    n-step 5, discount 0.997, Adam lr 4.8e-4 eps 1e-3, clip 40, target copy every 2500 steps, stack 4.
+    Fits one machine; ``atari_r2d2_gcp`` is the published Google Cloud configuration."""
+    return Config(
+        env=_atari_env(),
+        run=RunConfig(num_actors=4, env_batch_size=8, unroll_length=100, batch_size=64, unroll_queue_size=100,
+                      total_environment_frames=1_000_000_000, save_checkpoint_secs=1800.0),
+        agent_name="r2d2",
+        agent=R2D2Config(),
+    )
+
+
+def atari_r2d2_gcp() -> Config:
+    """R2D2 on Atari as the original's gcp/train_atari.sh: 32 workers x 20 actors (1 env each), inference batch
+    32, batch 64, replay 100K sequences (min 5000), replay ratio 0.75, unroll 80, burn-in 40, lr 1e-4, clip 80,
+    30 eval envs (the script's stale ``num_eval_actors``), 50e9 frames. The replay buffer alone needs about 85 GB
+    (100K x 121 steps x 84 x 84 bytes): the learner machine was an n1-highmem-32."""
+    return Config(
+        env=_atari_env(),
+        run=RunConfig(num_actors=640, env_batch_size=1, inference_batch_size=32, unroll_length=80, batch_size=64,
+                      num_eval_envs=30, unroll_queue_size=100, total_environment_frames=50_000_000_000,
+                      save_checkpoint_secs=1800.0),
+        agent_name="r2d2",
+        agent=R2D2Config(replay_buffer_size=100_000, replay_buffer_min_size=5000, replay_ratio=0.75,
+                         burn_in=40, learning_rate=1e-4, clip_norm=80.0),
+    )
+
+
+def classic_r2d2() -> Config:
+    """R2D2 on CartPole-v1 in minutes: an MLP torso (64) with LSTM 64 and dueling heads of 64, short sequences
+    (burn-in 4, unroll 20), a small replay. Not in the original; tuned here (see docs/presets.md). Two eval envs
+    act with eval_epsilon and report eval/ returns."""
+    return Config(
+        env=EnvConfig(family="classic", name="CartPole-v1"),
+        run=RunConfig(num_actors=2, env_batch_size=8, num_eval_envs=2, unroll_length=20, batch_size=32,
+                      unroll_queue_size=64, total_environment_frames=1_000_000, target_return=450.0,
+                      save_checkpoint_secs=120.0, summary_period_secs=5.0),
+        agent_name="r2d2",
+        agent=R2D2Config(torso="mlp", mlp_sizes=(64,), stack_size=1, lstm_size=64, hidden_size=64, burn_in=4,
+                         n_steps=3, discounting=0.99, replay_buffer_size=2000, replay_buffer_min_size=100,
+                         replay_ratio=2.0, learning_rate=1e-3, adam_epsilon=1e-3, clip_norm=40.0,
+                         update_target_every_n_step=100, eval_epsilon=1e-3),
     )

@@ -28,7 +28,14 @@ from seed_rl import agents as agents_lib
 from seed_rl.config import Config
 from seed_rl.learner import summaries as summaries_lib
 from seed_rl.learner.inference import InferenceStep
-from seed_rl.learner.training import QueueClosed, Trainer, UnrollQueue, split_unrolls, stack_unrolls
+from seed_rl.learner.training import (
+    QueueClosed,
+    QueueSource,
+    ReplaySource,
+    Trainer,
+    UnrollQueue,
+    split_unrolls,
+)
 from seed_rl.transport.server import InferenceServer
 from seed_rl.types import EnvOutput, StepBatch
 
@@ -36,8 +43,13 @@ log = logging.getLogger("seed_rl.learner")
 
 
 def frames_per_train_step(config: Config) -> int:
-    """Environment frames consumed by one train step (the original's ``iter_frame_ratio``)."""
-    return config.run.batch_size * config.run.unroll_length * config.env.num_action_repeats
+    """Environment frames one train step accounts for (the original's ``iter_frame_ratio``): the unrolls it
+    consumes (V-trace) or inserts into the replay (R2D2: batch_size / replay_ratio sequences)."""
+    unrolls = config.run.batch_size
+    insertions = getattr(config.agent, "insertions_per_step", None)
+    if insertions is not None:
+        unrolls = insertions(config.run.batch_size)
+    return unrolls * config.run.unroll_length * config.env.num_action_repeats
 
 
 def total_train_steps(config: Config) -> int:
@@ -63,8 +75,9 @@ class Learner:
             f.write(config.to_json())
 
         tf.random.set_seed(run.seed)
-        self.agent = agents_lib.make_agent(config.agent_name, config.agent, observation_spec, action_spec)
         self.num_envs = run.resolved_num_envs
+        self.agent = agents_lib.make_agent(config.agent_name, config.agent, observation_spec, action_spec,
+                                           num_envs=self.num_envs, num_eval_envs=run.num_eval_envs)
         self.policy_version = tf.Variable(0, dtype=tf.int64, trainable=False, name="train_steps")
         self.env_frames_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="env_frames")
         self.total_train_steps = total_train_steps(config)
@@ -84,8 +97,16 @@ class Learner:
 
         self.inference = InferenceStep(
             self.agent, observation_spec, self.num_envs, run.unroll_length, config.env.num_action_repeats,
-            self.policy_version)
+            self.policy_version, num_overlapping_steps=self.agent.num_overlapping_steps,
+            num_eval_envs=run.num_eval_envs)
         self.queue = UnrollQueue(run.resolved_unroll_queue_size)
+        self.replay = None
+        self._replay_path = os.path.join(run.logdir, "replay", "replay.npz")
+        if self.agent.uses_replay:
+            self.source = self._make_replay_source()
+            self._initial_priorities = tf.function(self.agent.initial_priorities, reduce_retracing=True)
+        else:
+            self.source = QueueSource(self.queue, run.batch_size)
         self.server = InferenceServer(
             run.server_address, self._handle, num_envs=self.num_envs, env_batch_size=run.env_batch_size,
             observation_spec=observation_spec, action_spec=action_spec, config_json=config.to_json(),
@@ -102,6 +123,27 @@ class Learner:
         self._last_checkpoint = time.monotonic()
         self.status = summaries_lib.StatusLine(status_stream)
 
+    def _make_replay_source(self) -> ReplaySource:
+        from seed_rl.learner import replay as replay_lib
+
+        agent_cfg = self.config.agent
+        spec = replay_lib_spec(self.inference.store, self.agent)
+        required = replay_lib.required_bytes(agent_cfg.replay_buffer_size, spec)
+        print(f"seed_rl learner: the replay buffer ({agent_cfg.replay_buffer_size:,d} sequences of "
+              f"{self.inference.store.full_length} steps) takes {required / 2**30:.2f} GiB", flush=True)
+        replay_lib.check_memory(required, "the replay buffer")
+        self.replay = replay_lib.PrioritizedReplay(
+            agent_cfg.replay_buffer_size, spec, priority_exponent=agent_cfg.priority_exponent,
+            importance_sampling_exponent=agent_cfg.importance_sampling_exponent, seed=self.config.run.seed,
+            check=False)
+        if agent_cfg.checkpoint_replay and os.path.exists(self._replay_path):
+            self.replay.load(self._replay_path)
+            print(f"seed_rl learner: restored {len(self.replay):,d} replay sequences from {self._replay_path}",
+                  flush=True)
+        return ReplaySource(self.queue, self.replay, self.config.run.batch_size,
+                            agent_cfg.insertions_per_step(self.config.run.batch_size),
+                            agent_cfg.replay_buffer_min_size)
+
     # -- inference (batcher thread) ------------------------------------------------------------------------
     def _handle(self, batch: StepBatch) -> np.ndarray:
         out = self.inference(batch.env_ids, batch.run_ids, batch.env_outputs, batch.raw_rewards)
@@ -112,15 +154,20 @@ class Learner:
         if out.finished_env_ids.shape[0]:
             stats = tf.nest.map_structure(lambda t: t.numpy(), out.finished)
             now = time.time()
+            first_eval = self.num_envs - self.config.run.num_eval_envs
             for i, env_id in enumerate(out.finished_env_ids.numpy()):
                 self._episodes.append(summaries_lib.Episode(
                     env_frames, float(stats.episode_return[i]), float(stats.raw_return[i]),
-                    int(stats.frames[i]), int(stats.steps[i]), int(env_id), now))
+                    int(stats.frames[i]), int(stats.steps[i]), int(env_id), now, bool(env_id >= first_eval)))
         if out.completed_env_ids.shape[0]:
             unrolls = tf.nest.map_structure(lambda t: t.numpy(), out.unrolls)
+            items = split_unrolls(unrolls)
+            if self.agent.uses_replay:
+                priorities = self._initial_priorities(out.unrolls).numpy()
+                items = list(zip(items, priorities))
             try:
-                for unroll in split_unrolls(unrolls):
-                    self.queue.put(unroll)
+                for item in items:
+                    self.queue.put(item)
             except QueueClosed:
                 pass  # stopping: the partial data is dropped, actors get UNAVAILABLE next
         return out.actions.numpy()
@@ -130,9 +177,12 @@ class Learner:
         run = self.config.run
         try:
             while not self._stop.is_set() and int(self.policy_version.numpy()) < self.total_train_steps:
-                batch = stack_unrolls(self.queue.get_batch(run.batch_size))
-                metrics = self.trainer.step(batch)
+                batch, weights, indices = self.source.next_batch()
+                metrics, outputs = self.trainer.step(batch, weights)
+                self.source.after_step(indices, outputs)
                 metrics = {k: float(v) for k, v in metrics.items()}
+                if "priorities" in outputs:
+                    metrics["replay/mean_priority"] = float(np.mean(outputs["priorities"]))
                 metrics["learning_rate"] = self.trainer.learning_rate()
                 with self._lock:
                     self._metrics.add(metrics)
@@ -150,6 +200,12 @@ class Learner:
         with self._lock:
             self.env_frames_var.assign(self.env_frames)
         path = self.checkpoint_manager.save(checkpoint_number=int(self.policy_version.numpy()))
+        if self.replay is not None and self.config.agent.checkpoint_replay:
+            size = self.replay.estimate_checkpoint_bytes()
+            print(f"seed_rl learner: writing the replay buffer ({len(self.replay):,d} sequences, "
+                  f"{size / 2**20:,.1f} MiB) to {self._replay_path}", flush=True)
+            os.makedirs(os.path.dirname(self._replay_path), exist_ok=True)
+            self.replay.save(self._replay_path)
         self._last_checkpoint = time.monotonic()
         return path
 
@@ -184,9 +240,9 @@ class Learner:
                     break
                 self._drain_episodes()
                 if self._target_reached():
-                    print(f"seed_rl learner: target return {run.target_return} reached "
-                          f"(mean of the last 20 episodes: {self.episode_log.mean_recent_return():.1f})",
-                          flush=True)
+                    kind = "evaluation episodes" if self._report_eval else "episodes"
+                    print(f"seed_rl learner: target return {run.target_return} reached (mean of the last 20 {kind}: "
+                          f"{self.episode_log.mean_recent_return(self._report_eval):.1f})", flush=True)
                     break
                 if time.monotonic() - last_summary >= run.summary_period_secs:
                     last_summary = time.monotonic()
@@ -196,10 +252,16 @@ class Learner:
         if self._train_error is not None:
             raise RuntimeError("the training thread failed") from self._train_error
 
+    @property
+    def _report_eval(self) -> bool:
+        """With eval envs, the target and the status line use their returns (as the original's eval/ curves)."""
+        return self.config.run.num_eval_envs > 0
+
     def _target_reached(self) -> bool:
         target = self.config.run.target_return
         log_ = self.episode_log
-        return bool(target) and len(log_.recent) == log_.recent.maxlen and log_.mean_recent_return() >= target
+        return (bool(target) and log_.window_full(self._report_eval)
+                and log_.mean_recent_return(self._report_eval) >= target)
 
     def _drain_episodes(self) -> None:
         episodes = []
@@ -209,9 +271,10 @@ class Learner:
             self.episode_log.write(episodes)
             with self.writer._writer.as_default():
                 for ep in episodes:
-                    tf.summary.scalar("episode/return", ep.episode_return, step=ep.env_frames)
-                    tf.summary.scalar("episode/raw_return", ep.raw_return, step=ep.env_frames)
-                    tf.summary.scalar("episode/frames", ep.episode_frames, step=ep.env_frames)
+                    prefix = "eval" if ep.eval else "episode"
+                    tf.summary.scalar(f"{prefix}/return", ep.episode_return, step=ep.env_frames)
+                    tf.summary.scalar(f"{prefix}/raw_return", ep.raw_return, step=ep.env_frames)
+                    tf.summary.scalar(f"{prefix}/frames", ep.episode_frames, step=ep.env_frames)
 
     def _write_summaries(self, frame_rate, step_rate) -> None:
         with self._lock:
@@ -226,12 +289,15 @@ class Learner:
             "learner/train_steps": steps,
             "learner/queue_depth": self.queue.qsize(),
             "episode/mean_return_last_20": self.episode_log.mean_recent_return(),
+            "eval/mean_return_last_20": self.episode_log.mean_recent_return(eval=True),
         })
+        metrics.update(self.source.stats())
         metrics.update({f"transport/{k}": v for k, v in transport.items()
                         if isinstance(v, (int, float))})
         self.writer.scalars(metrics, step=frames)
         self.status.update(summaries_lib.format_status(
-            frames, fps, self.episode_log.mean_recent_return(), float(transport.get("mean_batch_fill", 0.0)),
+            frames, fps, self.episode_log.mean_recent_return(self._report_eval),
+            float(transport.get("mean_batch_fill", 0.0)),
             steps, self.queue.qsize(), self.queue.capacity, self.episode_log.total))
 
     def _shutdown(self) -> None:
@@ -258,6 +324,28 @@ class Learner:
     @property
     def done(self) -> bool:
         return self._done.is_set()
+
+
+def replay_lib_spec(store, agent):
+    """ArraySpecs of one replayed sequence: the unroll store's step layout over its full length."""
+    from seed_rl.types import ArraySpec
+
+    length = store.full_length
+    action_spec, env_spec, agent_output_spec, _, state_spec = store.specs
+
+    def seq(s):
+        return ArraySpec((length, *s.shape), s.dtype.name)
+
+    def single(s):
+        return ArraySpec(tuple(s.shape), s.dtype.name)
+
+    from seed_rl.types import Unroll
+
+    return Unroll(agent_state=tf.nest.map_structure(single, state_spec),
+                  prev_actions=tf.nest.map_structure(seq, action_spec),
+                  env_outputs=tf.nest.map_structure(seq, env_spec),
+                  agent_outputs=tf.nest.map_structure(seq, agent_output_spec),
+                  policy_version=ArraySpec((length,), "int64"))
 
 
 class _Policy(tf.Module):

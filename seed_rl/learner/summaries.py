@@ -16,7 +16,7 @@ import tensorflow as tf
 
 EPISODES_CSV = "episodes.csv"
 CSV_FIELDS = ("env_frames", "episode_return", "raw_return", "episode_frames", "episode_steps", "env_id",
-              "wall_time")
+              "wall_time", "eval")
 
 
 class Episode(NamedTuple):
@@ -28,6 +28,8 @@ class Episode(NamedTuple):
     episode_steps: int
     env_id: int
     wall_time: float
+    eval: bool = False
+    """Played by an evaluation env (the highest env ids; R2D2's greedy-ish eval policy)."""
 
 
 class MetricAccumulator:
@@ -60,20 +62,27 @@ class EpisodeLog:
         if new:
             self._writer.writerow(CSV_FIELDS)
         self.recent: collections.deque = collections.deque(maxlen=window)
+        self.recent_eval: collections.deque = collections.deque(maxlen=window)
         self.total = 0
-        for ep in read_episodes(self.path)[-window:]:
-            self.recent.append(ep.episode_return)
+        for ep in read_episodes(self.path):
+            (self.recent_eval if ep.eval else self.recent).append(ep.episode_return)
 
     def write(self, episodes: Iterable[Episode]) -> None:
         for ep in episodes:
             self._writer.writerow([ep.env_frames, f"{ep.episode_return:.6g}", f"{ep.raw_return:.6g}",
-                                   ep.episode_frames, ep.episode_steps, ep.env_id, f"{ep.wall_time:.3f}"])
-            self.recent.append(ep.episode_return)
+                                   ep.episode_frames, ep.episode_steps, ep.env_id, f"{ep.wall_time:.3f}",
+                                   int(ep.eval)])
+            (self.recent_eval if ep.eval else self.recent).append(ep.episode_return)
             self.total += 1
         self._file.flush()
 
-    def mean_recent_return(self) -> float:
-        return float(np.mean(self.recent)) if self.recent else float("nan")
+    def mean_recent_return(self, eval: bool = False) -> float:  # noqa: A002
+        recent = self.recent_eval if eval else self.recent
+        return float(np.mean(recent)) if recent else float("nan")
+
+    def window_full(self, eval: bool = False) -> bool:  # noqa: A002
+        recent = self.recent_eval if eval else self.recent
+        return len(recent) == recent.maxlen
 
     def close(self) -> None:
         self._file.close()
@@ -85,7 +94,8 @@ def read_episodes(path: str) -> List[Episode]:
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
     return [Episode(int(r["env_frames"]), float(r["episode_return"]), float(r["raw_return"]),
-                    int(r["episode_frames"]), int(r["episode_steps"]), int(r["env_id"]), float(r["wall_time"]))
+                    int(r["episode_frames"]), int(r["episode_steps"]), int(r["env_id"]), float(r["wall_time"]),
+                    bool(int(r.get("eval") or 0)))
             for r in rows]
 
 

@@ -27,6 +27,11 @@ def _variable(shape, dtype, name):
     return tf.Variable(tf.zeros(shape, dtype), trainable=False, name=name)
 
 
+def _writable(v) -> bool:
+    """Zero-size leaves (e.g. a frame stack of 0 frames) hold nothing, and scatters into them fail."""
+    return v.shape.num_elements() != 0
+
+
 class EnvTable(tf.Module):
     def __init__(self, num_envs: int, specs, name: str):
         super().__init__(name=name)
@@ -40,16 +45,18 @@ class EnvTable(tf.Module):
 
     def replace(self, env_ids, values) -> None:
         tf.nest.map_structure(
-            lambda v, x: v.scatter_update(tf.IndexedSlices(tf.cast(x, v.dtype), env_ids)), self._vars, values)
+            lambda v, x: _writable(v) and v.scatter_update(tf.IndexedSlices(tf.cast(x, v.dtype), env_ids)),
+            self._vars, values)
 
     def add(self, env_ids, values) -> None:
         tf.nest.map_structure(
-            lambda v, x: v.scatter_add(tf.IndexedSlices(tf.cast(x, v.dtype), env_ids)), self._vars, values)
+            lambda v, x: _writable(v) and v.scatter_add(tf.IndexedSlices(tf.cast(x, v.dtype), env_ids)),
+            self._vars, values)
 
     def reset(self, env_ids) -> None:
         n = tf.shape(env_ids)[0]
         tf.nest.map_structure(
-            lambda v: v.scatter_update(
+            lambda v: _writable(v) and v.scatter_update(
                 tf.IndexedSlices(tf.zeros(tf.concat([[n], tf.shape(v)[1:]], 0), v.dtype), env_ids)),
             self._vars)
 
@@ -78,8 +85,8 @@ class UnrollStore(tf.Module):
         """
         index = tf.gather(self._index, env_ids)
         scatter_at = tf.stack([env_ids, index], axis=1)
-        tf.nest.map_structure(lambda v, x: v.scatter_nd_update(scatter_at, tf.cast(x, v.dtype)),
-                              self._vars, values)
+        tf.nest.map_structure(
+            lambda v, x: _writable(v) and v.scatter_nd_update(scatter_at, tf.cast(x, v.dtype)), self._vars, values)
         index += 1
         completed = tf.equal(index, self.full_length)
         completed_ids = tf.boolean_mask(env_ids, completed)
@@ -87,7 +94,7 @@ class UnrollStore(tf.Module):
         keep = self.overlap + 1
         # The last `keep` steps of a completed unroll start the next one.
         tf.nest.map_structure(
-            lambda v, u: v.scatter_update(tf.IndexedSlices(
+            lambda v, u: _writable(v) and v.scatter_update(tf.IndexedSlices(
                 tf.concat([u[:, -keep:], u[:, keep:]], axis=1), completed_ids)),
             self._vars, unrolls)
         self._index.scatter_update(tf.IndexedSlices(tf.where(completed, keep, index), env_ids))

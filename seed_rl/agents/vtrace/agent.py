@@ -57,8 +57,12 @@ class VTraceAgent:
     """Acts with the actor-critic network and computes the V-trace loss."""
 
     name = "vtrace"
+    uses_replay = False
+    num_overlapping_steps = 0
 
-    def __init__(self, config: VTraceConfig, observation_spec: ObservationSpec, action_spec: ArraySpec):
+    def __init__(self, config: VTraceConfig, observation_spec: ObservationSpec, action_spec: ArraySpec,
+                 num_envs: int = 1, num_eval_envs: int = 0):
+        del num_envs, num_eval_envs  # the same policy acts in every env
         self.config = config
         self.observation_spec = observation_spec
         self.action_spec = action_spec
@@ -78,8 +82,16 @@ class VTraceAgent:
         action = self.distribution.sample(outputs.policy_logits)
         return AgentOutput(tf.cast(action, tf.int32), outputs.policy_logits, outputs.baseline), new_state
 
-    def loss(self, unroll):
+    def loss(self, unroll, weights=None):
+        del weights  # on-policy queue: every unroll counts once
         return compute_loss(self, unroll)
+
+    def after_train_step(self, step):
+        del step
+        return tf.constant(False)
+
+    def greedy_action(self, outputs) -> tf.Tensor:
+        return tf.argmax(outputs.policy_logits, axis=-1, output_type=tf.int32)
 
     @property
     def trainable_variables(self):

@@ -1,0 +1,146 @@
+"""The R2D2 agent (Kapturowski et al. 2019): a recurrent dueling Q-network acting epsilon-greedily per env (Ape-X
+epsilons), trained from prioritized sequence replay with burn-in, n-step double-Q targets and value rescaling.
+
+It plugs into the same learner as V-trace through the Agent protocol; what differs is declared, not probed:
+``uses_replay`` (the learner builds a prioritized replay), ``num_overlapping_steps`` (burn-in), ``initial_priorities``
+and ``after_train_step`` (target network copy).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from seed_rl.agents.r2d2.config import R2D2Config
+from seed_rl.agents.r2d2.loss import compute_loss, sequence_td_errors
+from seed_rl.networks import MLPTorso
+from seed_rl.networks.dueling import DuelingLSTMDQNNet
+from seed_rl.types import ArraySpec, EnvOutput, ObservationSpec
+
+
+class AgentOutput(NamedTuple):
+    action: Any
+    """int32 [B]: the epsilon-greedy action actually taken (stored and fed back as the previous action)."""
+    q_values: Any
+    """float32 [B, A]: Q(o_t, .) of the acting network (rescaled space)."""
+
+
+def ape_x_epsilons(num_train_envs: int, base: float = 0.4, alpha: float = 7.0) -> np.ndarray:
+    """Ape-X per-env exploration: epsilon_i = base^(1 + alpha * i / (N - 1)), i.e. 0.4 ... 0.4^8."""
+    if num_train_envs <= 1:
+        return np.full([max(num_train_envs, 0)], base, np.float32)
+    i = np.arange(num_train_envs, dtype=np.float64)
+    return (base ** (1.0 + alpha * i / (num_train_envs - 1))).astype(np.float32)
+
+
+def build_network(config: R2D2Config, observation_spec: ObservationSpec, action_spec: ArraySpec):
+    torso = MLPTorso(config.mlp_sizes) if config.torso == "mlp" else None
+    return DuelingLSTMDQNNet(action_spec.num_values, tuple(observation_spec.shape), stack_size=config.stack_size,
+                             torso=torso, lstm_size=config.lstm_size, hidden_size=config.hidden_size)
+
+
+class R2D2Agent:
+    name = "r2d2"
+    uses_replay = True
+
+    def __init__(self, config: R2D2Config, observation_spec: ObservationSpec, action_spec: ArraySpec,
+                 num_envs: int = 1, num_eval_envs: int = 0):
+        if action_spec.num_values <= 0:
+            raise ValueError("R2D2 needs a discrete action space")
+        if num_envs <= num_eval_envs:
+            raise ValueError(f"num_envs ({num_envs}) must exceed num_eval_envs ({num_eval_envs}): without training "
+                             "envs nothing is ever inserted into the replay buffer")
+        self.config = config
+        self.observation_spec = observation_spec
+        self.action_spec = action_spec
+        self.num_actions = action_spec.num_values
+        self.num_overlapping_steps = config.burn_in
+        epsilons = np.concatenate([ape_x_epsilons(num_envs - num_eval_envs),
+                                   np.full([num_eval_envs], config.eval_epsilon, np.float32)])
+        self.epsilons = tf.constant(epsilons, tf.float32)
+        self.network = build_network(config, observation_spec, action_spec)
+        self.target_network = build_network(config, observation_spec, action_spec)
+        self._build()
+
+    # -- Agent protocol --------------------------------------------------------------------------------------
+    def initial_state(self, batch_size):
+        return self.network.initial_state(batch_size)
+
+    def act(self, prev_actions, env_outputs: EnvOutput, agent_state, env_ids=None):
+        """Epsilon-greedy on the online network; env ``i`` explores with its own epsilon."""
+        outputs, new_state = self.network(prev_actions, env_outputs, agent_state, unroll=False)
+        q = outputs.q_values
+        greedy = tf.argmax(q, axis=-1, output_type=tf.int32)
+        n = tf.shape(q)[0]
+        if env_ids is None:
+            epsilon = tf.fill([n], tf.constant(self.config.eval_epsilon, tf.float32))
+        else:
+            epsilon = tf.gather(self.epsilons, env_ids)
+        random_actions = tf.random.uniform([n], 0, self.num_actions, dtype=tf.int32)
+        explore = tf.random.uniform([n]) < epsilon
+        return AgentOutput(tf.where(explore, random_actions, greedy), q), new_state
+
+    def loss(self, unroll, weights=None):
+        return compute_loss(self, unroll, weights)
+
+    def initial_priorities(self, unrolls):
+        """Priorities of freshly completed sequences ``[C, L, ...]`` (batch-major) from the Q-values stored at
+        acting time, used as both online and target values (as the original; no extra forward pass)."""
+        from seed_rl.learner.training import time_major
+
+        unroll = time_major(unrolls)
+        suffix = tf.nest.map_structure(lambda t: t[self.config.burn_in:], unroll)
+        q = suffix.agent_outputs.q_values
+        delta, valid = sequence_td_errors(self.config, q, q, suffix)
+        return priorities_from_td(self.config, tf.abs(delta), valid)
+
+    def after_train_step(self, step):
+        """Copies the online weights to the target network every ``update_target_every_n_step`` steps (and at 0)."""
+        def copy():
+            for target, online in zip(self.target_network.variables, self.network.variables):
+                target.assign(online)
+            return tf.constant(True)
+
+        return tf.cond(tf.equal(step % self.config.update_target_every_n_step, 0), copy,
+                       lambda: tf.constant(False))
+
+    @property
+    def trainable_variables(self):
+        return list(self.network.trainable_variables)
+
+    def checkpoint_items(self) -> dict:
+        return {"network": self.network, "target_network": self.target_network}
+
+    def make_optimizer(self, total_train_steps: int):
+        del total_train_steps  # constant learning rate (main file)
+        c = self.config
+        return keras.optimizers.Adam(learning_rate=c.learning_rate, epsilon=c.adam_epsilon,
+                                     global_clipnorm=c.clip_norm or None)
+
+    def agent_output_spec(self, batch_size=None):
+        return AgentOutput(action=tf.TensorSpec([batch_size], tf.int32),
+                           q_values=tf.TensorSpec([batch_size, self.num_actions], tf.float32))
+
+    def greedy_action(self, outputs) -> tf.Tensor:
+        return tf.argmax(outputs.q_values, axis=-1, output_type=tf.int32)
+
+    # -- helpers -----------------------------------------------------------------------------------------------
+    def _build(self) -> None:
+        from seed_rl.learner.specs import zeros_env_output
+
+        env_output = zeros_env_output(self.observation_spec, 1)
+        for net in (self.network, self.target_network):
+            net(tf.zeros([1], tf.int32), env_output, self.initial_state(1))
+        for target, online in zip(self.target_network.variables, self.network.variables):
+            target.assign(online)
+
+
+def priorities_from_td(config: R2D2Config, abs_td, valid):
+    """eta * max_t |delta| + (1 - eta) * mean_t |delta| over the valid steps of each sequence ([T, B] -> [B])."""
+    eta = config.priority_mix
+    masked = abs_td * valid
+    count = tf.maximum(tf.reduce_sum(valid, axis=0), 1.0)
+    return eta * tf.reduce_max(masked, axis=0) + (1.0 - eta) * tf.reduce_sum(masked, axis=0) / count
