@@ -119,6 +119,6 @@ def classic_r2d2() -> Config:
         agent_name="r2d2",
         agent=R2D2Config(torso="mlp", mlp_sizes=(64,), stack_size=1, lstm_size=64, hidden_size=64, burn_in=4,
                          n_steps=3, discounting=0.99, replay_buffer_size=2000, replay_buffer_min_size=100,
-                         replay_ratio=2.0, learning_rate=1e-3, adam_epsilon=1e-3, clip_norm=40.0,
+                         replay_ratio=8.0, learning_rate=1e-3, adam_epsilon=1e-3, clip_norm=40.0,
                          update_target_every_n_step=100, eval_epsilon=1e-3),
     )
