@@ -154,15 +154,18 @@ def plot_learning_curve(logdir: str, out_path: Optional[str] = None, window: int
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    frames = np.array([e.env_frames for e in episodes])
-    returns = np.array([e.episode_return for e in episodes])
-    order = np.argsort(frames, kind="stable")
-    frames, returns = frames[order], returns[order]
-    k = min(window, len(returns))
-    rolling = np.convolve(returns, np.ones(k) / k, mode="valid")
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(frames, returns, ".", alpha=0.25, markersize=3, label="episode return")
-    ax.plot(frames[k - 1:], rolling, "-", linewidth=2, label=f"mean of last {k}")
+    for is_eval, name in ((False, "training"), (True, "evaluation")):
+        subset = sorted((e for e in episodes if e.eval == is_eval), key=lambda e: e.env_frames)
+        if not subset:
+            continue
+        frames = np.array([e.env_frames for e in subset])
+        returns = np.array([e.episode_return for e in subset])
+        k = min(window, len(returns))
+        rolling = np.convolve(returns, np.ones(k) / k, mode="valid")
+        points = ax.plot(frames, returns, ".", alpha=0.25, markersize=3, label=f"{name} episode return")
+        ax.plot(frames[k - 1:], rolling, "-", linewidth=2, color=points[0].get_color(),
+                label=f"{name}: mean of last {k}")
     ax.set_xlabel("environment frames")
     ax.set_ylabel("return")
     ax.set_title(os.path.basename(os.path.abspath(logdir)))
