@@ -119,8 +119,10 @@ class Learner:
         self._episodes: collections.deque = collections.deque()
         self._metrics = summaries_lib.MetricAccumulator()
         self._train_error: Optional[BaseException] = None
+        self._last_priorities: Optional[np.ndarray] = None
         self._start_time = time.time()
         self._last_checkpoint = time.monotonic()
+        self._last_source_stats = time.monotonic()
         self.status = summaries_lib.StatusLine(status_stream)
 
     def _make_replay_source(self) -> ReplaySource:
@@ -182,7 +184,8 @@ class Learner:
                 self.source.after_step(indices, outputs)
                 metrics = {k: float(v) for k, v in metrics.items()}
                 if "priorities" in outputs:
-                    metrics["replay/mean_priority"] = float(np.mean(outputs["priorities"]))
+                    self._last_priorities = np.asarray(outputs["priorities"])
+                    metrics["replay/mean_priority"] = float(np.mean(self._last_priorities))
                 metrics["learning_rate"] = self.trainer.learning_rate()
                 with self._lock:
                     self._metrics.add(metrics)
@@ -282,10 +285,13 @@ class Learner:
             frames = self.env_frames
         steps = int(self.policy_version.numpy())
         fps = frame_rate.rate(frames)
+        steps_per_sec = step_rate.rate(steps)
         transport = self.server.stats()
         metrics.update({
             "learner/env_frames_per_sec": fps,
-            "learner/train_steps_per_sec": step_rate.rate(steps),
+            "learner/train_steps_per_sec": steps_per_sec,
+            # Frames the learner accounts for per second (R2D2: inserted sequences; V-trace: consumed unrolls).
+            "learner/trained_frames_per_sec": steps_per_sec * frames_per_train_step(self.config),
             "learner/train_steps": steps,
             "learner/queue_depth": self.queue.qsize(),
             "episode/mean_return_last_20": self.episode_log.mean_recent_return(),

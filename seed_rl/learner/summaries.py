@@ -109,6 +109,10 @@ class SummaryWriter:
                 if v is not None and not (isinstance(v, float) and math.isnan(v)):
                     tf.summary.scalar(k, v)
 
+    def histogram(self, name: str, values, step: int) -> None:
+        with self._writer.as_default(step=step):
+            tf.summary.histogram(name, values)
+
     def flush(self) -> None:
         self._writer.flush()
 
