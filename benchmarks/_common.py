@@ -1,0 +1,421 @@
+"""Shared helpers of the benchmarks in this folder: the results file, machine facts, CPU accounting per thread
+and process, a sampling profiler, and process clean-up.
+
+Every benchmark measures ratios within one run of its script (the machines are shared and noisy) and rewrites its
+own section of ``benchmarks/RESULTS.md``; the other sections are kept. Imports no TensorFlow.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import platform
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+RESULTS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS.md")
+
+# Sections appear in this order in RESULTS.md, whichever script ran last.
+SECTION_ORDER = ("atari_vtrace_e2e", "transport_overhead", "actor_memory", "inference_latency")
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+# ------------------------------------------------------------------------------------------------ facts
+
+
+def loadavg() -> str:
+    """The 1/5/15-minute load averages, as ``cat /proc/loadavg`` prints them (first three fields)."""
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "n/a"
+
+
+def now_string() -> str:
+    """What `date` prints."""
+    try:
+        return subprocess.run(["date"], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return time.strftime("%a %b %d %H:%M:%S %Z %Y")
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def memory_gib() -> float:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return float("nan")
+
+
+def versions() -> str:
+    """Versions of the libraries the benchmarks exercise, read without importing TensorFlow."""
+    from importlib import metadata
+
+    parts = [f"Python {platform.python_version()}"]
+    for dists, label in ((("tensorflow", "tensorflow-cpu", "tf-nightly"), "TensorFlow"), (("keras",), "Keras"),
+                         (("grpcio",), "grpcio"), (("numpy",), "numpy"), (("gymnasium",), "gymnasium"),
+                         (("ale-py",), "ale-py")):
+        for dist in dists:
+            try:
+                parts.append(f"{label} {metadata.version(dist)}")
+                break
+            except metadata.PackageNotFoundError:
+                continue
+        else:
+            parts.append(f"{label} (not installed)")
+    return ", ".join(parts)
+
+
+def command_line() -> str:
+    """The command that ran this script, as one would type it from the repository root."""
+    script = os.path.relpath(os.path.abspath(sys.argv[0]), os.getcwd())
+    return " ".join(["python", shlex.quote(script), *map(shlex.quote, sys.argv[1:])])
+
+
+# ------------------------------------------------------------------------------------------------ results file
+
+
+def _header() -> str:
+    return (
+        "# Benchmark results\n\n"
+        "Written by the scripts in `benchmarks/` (each rewrites its own section and keeps the others; see\n"
+        "STYLE.md item 20). Every target is a ratio of two rates measured within the same run of a script: the\n"
+        "machines are shared and noisy, so absolute numbers move from run to run, and each section records the\n"
+        "load average before its run.\n\n"
+        f"Last written {now_string()}. Machine of the latest run: {os.cpu_count()} CPU cores ({cpu_model()}), {memory_gib():.0f} GiB RAM, no GPU, "
+        f"{platform.system()} {platform.release()}; {versions()}.\n"
+    )
+
+
+def update_results(name: str, title: str, body: str, path: str = RESULTS_PATH) -> None:
+    """Rewrites section ``name`` of the results file (creating the file if needed); keeps the other sections."""
+    sections: Dict[str, str] = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            text = f.read()
+        for m in re.finditer(r"<!-- BEGIN (\S+) -->\n(.*?)<!-- END \1 -->\n", text, re.S):
+            sections[m.group(1)] = m.group(2)
+    sections[name] = f"## {title}\n\n{body.rstrip()}\n\n"
+    names = [n for n in SECTION_ORDER if n in sections] + sorted(set(sections) - set(SECTION_ORDER))
+    with open(path, "w") as f:
+        f.write(_header())
+        for n in names:
+            f.write(f"\n<!-- BEGIN {n} -->\n{sections[n]}<!-- END {n} -->\n")
+
+
+def run_facts(load_before: str) -> str:
+    """The lines every section starts with: date, command, load average before the run."""
+    return (f"Run on {now_string()}: `{command_line()}` (from the repository root, in `.venv`).  \n"
+            f"Load average before the run (`cat /proc/loadavg`): {load_before}.\n")
+
+
+def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[object]], align: Optional[str] = None) -> str:
+    """A markdown table; ``align`` is one letter per column, ``l`` or ``r`` (default: first left, rest right)."""
+    align = align or "l" + "r" * (len(headers) - 1)
+    lines = ["| " + " | ".join(headers) + " |",
+             "|" + "|".join("---" if a == "l" else "---:" for a in align) + "|"]
+    for row in rows:
+        lines.append("| " + " | ".join(str(c) for c in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------------------------------ CPU accounting
+
+
+def _read_stat_ticks(path: str) -> Optional[int]:
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces; the fields after the closing parenthesis are fixed.
+    fields = text[text.rindex(")") + 2:].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def _comm(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return "?"
+
+
+def _thread_group(name: str) -> str:
+    """Folds numbered threads of one pool into one row: 'seed_rl-grpc_3' -> 'seed_rl-grpc_*'."""
+    return re.sub(r"[_-]?\d+$", "_*", name) if re.search(r"\d+$", name) else name
+
+
+class CpuMeter:
+    """CPU seconds spent between ``start()`` and ``stop()`` by each thread of this process (grouped by Python
+    thread name, or by the kernel's thread name for threads Python does not know: TensorFlow's and gRPC's) and by
+    each other process given by pid."""
+
+    def __init__(self, other_pids: Dict[str, int] | None = None):
+        self.other_pids = dict(other_pids or {})
+        self._start: Dict[Tuple[str, int], int] = {}
+        self._names: Dict[Tuple[str, int], str] = {}
+        self.seconds: Dict[str, float] = {}
+        self.wall = 0.0
+
+    def _snapshot(self) -> Dict[Tuple[str, int], int]:
+        py_names = {t.native_id: t.name for t in threading.enumerate() if t.native_id is not None}
+        out: Dict[Tuple[str, int], int] = {}
+        for tid_s in os.listdir("/proc/self/task"):
+            tid = int(tid_s)
+            ticks = _read_stat_ticks(f"/proc/self/task/{tid}/stat")
+            if ticks is None:
+                continue
+            key = ("self", tid)
+            out[key] = ticks
+            if key not in self._names:
+                name = py_names.get(tid)
+                self._names[key] = ("py:" + _thread_group(name)) if name else ("native:" + _thread_group(
+                    _comm(f"/proc/self/task/{tid}/comm")))
+        for label, pid in self.other_pids.items():
+            ticks = _read_stat_ticks(f"/proc/{pid}/stat")
+            if ticks is not None:
+                # Children's own ticks only; a process's /proc/pid/stat sums all of its threads.
+                out[(label, pid)] = ticks
+                self._names[(label, pid)] = label
+        return out
+
+    def start(self) -> None:
+        self._t0 = time.monotonic()
+        self._start = self._snapshot()
+
+    def stop(self) -> Dict[str, float]:
+        end = self._snapshot()
+        self.wall = time.monotonic() - self._t0
+        seconds: Dict[str, float] = collections.defaultdict(float)
+        for key, ticks in end.items():
+            seconds[self._names[key]] += (ticks - self._start.get(key, 0)) / _CLK_TCK
+        self.seconds = dict(seconds)
+        return self.seconds
+
+    def table(self, min_share: float = 0.005) -> str:
+        """CPU use per group as a share of one core over the window; the machine has os.cpu_count() cores."""
+        rows = []
+        total = sum(self.seconds.values())
+        for name, sec in sorted(self.seconds.items(), key=lambda kv: -kv[1]):
+            if sec / max(self.wall, 1e-9) >= min_share:
+                rows.append((f"`{name}`", f"{sec:.1f}", f"{100 * sec / self.wall:.0f}%"))
+        rows.append(("**total**", f"{total:.1f}", f"{100 * total / self.wall:.0f}% of {100 * os.cpu_count()}%"))
+        return markdown_table(["process / thread group", "CPU s", "of one core"], rows)
+
+
+# ------------------------------------------------------------------------------------------------ sampling profiler
+
+
+class StackSampler:
+    """Samples the Python stacks of every thread of this process every ``interval`` seconds.
+
+    For each thread group it counts the innermost frame inside ``seed_rl`` (or the benchmark) together with the
+    innermost frame of all: "where in our code, doing what". A thread inside a TensorFlow op or a blocking call
+    shows the Python frame that called it (the GIL is released there), so the shares are of wall time, not CPU.
+    """
+
+    def __init__(self, interval: float = 0.005):
+        self.interval = interval
+        self.counts: Dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+        self.samples: Dict[str, int] = collections.defaultdict(int)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="stack-sampler", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        me = threading.get_ident()
+        while not self._stop.wait(self.interval):
+            names = {t.ident: t.name for t in threading.enumerate()}
+            for ident, frame in sys._current_frames().items():
+                if ident == me:
+                    continue
+                group = _thread_group(names.get(ident, "?"))
+                leaf = frame
+                ours = None
+                f = frame
+                while f is not None:
+                    filename = f.f_code.co_filename
+                    if ours is None and ("/seed_rl/" in filename or "/benchmarks/" in filename):
+                        ours = f
+                    f = f.f_back
+                key = (f"{_where(ours)} > {_where(leaf)}" if ours is not None and ours is not leaf
+                       else _where(leaf))
+                self.counts[group][key] += 1
+                self.samples[group] += 1
+
+    def table(self, groups: Sequence[str], top: int = 6) -> str:
+        rows = []
+        for group in groups:
+            n = self.samples.get(group, 0)
+            for key, c in self.counts.get(group, collections.Counter()).most_common(top):
+                rows.append((f"`{group}`", f"`{key}`", f"{100 * c / n:.0f}%"))
+        return markdown_table(["thread", "innermost seed_rl frame > innermost frame", "share of samples"], rows,
+                              align="llr")
+
+
+def _where(frame) -> str:
+    code = frame.f_code
+    path = code.co_filename
+    for marker in ("/seed_rl/", "/site-packages/", "/benchmarks/"):
+        if marker in path:
+            path = path.split(marker, 1)[1]
+            break
+    else:
+        path = os.path.basename(path)
+    return f"{path}:{code.co_name}:{frame.f_lineno}"
+
+
+# ------------------------------------------------------------------------------------------------ processes
+
+
+def child_env() -> Dict[str, str]:
+    """Environment for child processes: unbuffered output, quiet TensorFlow, the repository importable."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def kill_processes(procs: Iterable[Optional[subprocess.Popen]], timeout: float = 5.0) -> None:
+    """SIGTERM, then SIGKILL after ``timeout``, each of the given processes (only those; by pid)."""
+    procs = [p for p in procs if p is not None]
+    for p in procs:
+        if p.poll() is None:
+            try:
+                p.send_signal(signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    deadline = time.monotonic() + timeout
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def proc_status(pid: int) -> Dict[str, str]:
+    """/proc/<pid>/status as a dict (empty if the process is gone)."""
+    out: Dict[str, str] = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                out[k] = v.strip()
+    except OSError:
+        pass
+    return out
+
+
+def kib(status: Dict[str, str], key: str) -> Optional[int]:
+    v = status.get(key)
+    return int(v.split()[0]) if v else None
+
+
+def percentile(values: List[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    i = min(len(s) - 1, max(0, int(round(q / 100 * (len(s) - 1)))))
+    return s[i]
+
+
+# ------------------------------------------------------------------------------------------------ the real system
+
+
+def measure_local_run(config, *, warmup: float, seconds: float, min_train_steps: int = 0,
+                      startup_timeout: float = 240.0, profile: bool = False) -> dict:
+    """Runs ``seed_rl.launch.local.LocalRun`` (learner in this process, actor subprocesses on loopback) and measures
+    ``learner.env_frames`` over a window of ``seconds`` that starts ``warmup`` seconds after the learner has seen
+    its first frames and made ``min_train_steps`` train steps. Stops everything before returning.
+
+    Returns a dict: fps, train_steps_per_s, window_s, frames, train_steps, startup_s, batch_rows, handler_ms,
+    wait_ms, queue, cpu (CpuMeter), sampler (StackSampler or None), actor_restarts, actor_pids.
+    """
+    from seed_rl.launch.local import LocalRun
+
+    run = LocalRun(config, actor_mode="process")
+    learner = run.learner
+    errors: list = []
+
+    def target() -> None:
+        try:
+            run.run()
+        except BaseException as e:  # noqa: BLE001 - re-raised below
+            errors.append(e)
+
+    thread = threading.Thread(target=target, name="launcher", daemon=True)
+    t_launch = time.monotonic()
+    thread.start()
+    result: dict = {}
+    try:
+        deadline = t_launch + startup_timeout
+        while learner.env_frames == 0 or int(learner.policy_version.numpy()) < min_train_steps:
+            if time.monotonic() > deadline or errors or not thread.is_alive():
+                raise RuntimeError(f"the run did not reach {min_train_steps} train steps within "
+                                   f"{startup_timeout} s (errors: {errors})")
+            time.sleep(0.2)
+        result["startup_s"] = time.monotonic() - t_launch
+        time.sleep(warmup)
+        pids = {f"actor {i}": p.pid for i, p in enumerate(run.processes) if p is not None}
+        cpu = CpuMeter(pids)
+        sampler = StackSampler() if profile else None
+        learner.server.stats()  # resets the batcher's window counters (the learner's own summaries are off)
+        with learner._lock:
+            f0 = learner.env_frames
+        s0 = int(learner.policy_version.numpy())
+        t0 = time.monotonic()
+        cpu.start()
+        if sampler:
+            sampler.start()
+        time.sleep(seconds)
+        with learner._lock:
+            f1 = learner.env_frames
+        s1 = int(learner.policy_version.numpy())
+        t1 = time.monotonic()
+        cpu.stop()
+        if sampler:
+            sampler.stop()
+        stats = learner.server.stats()
+        result.update(
+            fps=(f1 - f0) / (t1 - t0), train_steps_per_s=(s1 - s0) / (t1 - t0), window_s=t1 - t0,
+            frames=f1 - f0, train_steps=s1 - s0, batch_rows=stats.get("mean_batch_rows", 0.0),
+            handler_ms=stats.get("mean_handler_ms", 0.0), wait_ms=stats.get("mean_wait_ms", 0.0),
+            queue=learner.queue.qsize(), cpu=cpu, sampler=sampler, actor_restarts=run.actor_restarts,
+            actor_pids=list(pids.values()))
+    finally:
+        run.stop()
+        thread.join(timeout=120)
+        kill_processes(run.processes)
+    if errors:
+        raise RuntimeError("the local run failed") from errors[0]
+    return result
