@@ -6,7 +6,19 @@ from seed_rl.networks.dueling import DQNOutput, DuelingLSTMDQNNet
 from seed_rl.networks.recurrent import ResettingLSTM
 from seed_rl.networks.torsos import ImpalaDeepTorso, MLPTorso, NatureTorso
 
+
+def checkpoint_variables(model) -> list:
+    """The model's variables as a list of ``tf.Variable``s, for ``tf.train.Checkpoint``.
+
+    TensorFlow's checkpoint dependency tracking does not follow Keras 3 layers kept in Python lists (a torso's
+    dense layers, the ResNet sections): a checkpoint of the model object silently misses their weights. A list of
+    the variables in the model's (deterministic) creation order is tracked by position instead.
+    """
+    return [getattr(v, "value", v) for v in model.variables]
+
+
 __all__ = [
+    "checkpoint_variables",
     "ActorCriticNetwork",
     "ActorCriticOutput",
     "DQNOutput",

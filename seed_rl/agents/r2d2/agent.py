@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from seed_rl.agents.r2d2.config import R2D2Config
 from seed_rl.agents.r2d2.loss import compute_loss, sequence_td_errors
-from seed_rl.networks import MLPTorso
+from seed_rl.networks import MLPTorso, checkpoint_variables
 from seed_rl.networks.dueling import DuelingLSTMDQNNet
 from seed_rl.types import ArraySpec, EnvOutput, ObservationSpec
 
@@ -112,7 +112,8 @@ class R2D2Agent:
         return list(self.network.trainable_variables)
 
     def checkpoint_items(self) -> dict:
-        return {"network": self.network, "target_network": self.target_network}
+        return {"network": checkpoint_variables(self.network),
+                "target_network": checkpoint_variables(self.target_network)}
 
     def make_optimizer(self, total_train_steps: int):
         del total_train_steps  # constant learning rate (main file)

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from seed_rl.agents.vtrace.config import VTraceConfig
 from seed_rl.agents.vtrace.loss import compute_loss
-from seed_rl.networks import ActorCriticNetwork, ImpalaDeepTorso, MLPTorso
+from seed_rl.networks import ActorCriticNetwork, ImpalaDeepTorso, MLPTorso, checkpoint_variables
 from seed_rl.ops.distributions import get_distribution
 from seed_rl.types import ArraySpec, EnvOutput, ObservationSpec
 
@@ -98,7 +98,7 @@ class VTraceAgent:
         return list(self.network.trainable_variables) + [self.entropy_cost.param]
 
     def checkpoint_items(self) -> dict:
-        return {"network": self.network, "entropy_cost": self.entropy_cost}
+        return {"network": checkpoint_variables(self.network), "entropy_cost": self.entropy_cost}
 
     def make_optimizer(self, total_train_steps: int):
         c = self.config
