@@ -183,15 +183,19 @@ def main(argv: Sequence[str]) -> int:
         return 2
     if not config.run.logdir:
         config = replace(config, run=replace(config.run, logdir=_default_logdir(config)))
-    if command == "train":
-        from seed_rl.launch.local import train
+    try:
+        if command == "train":
+            from seed_rl.launch.local import train
 
-        keep = fv["server_address"].present
-        train(config, actor_mode=fv["actor_mode"].value, keep_address=keep)
-        return 0
-    from seed_rl.learner.learner import Learner
+            keep = fv["server_address"].present
+            train(config, actor_mode=fv["actor_mode"].value, keep_address=keep)
+            return 0
+        from seed_rl.learner.learner import Learner
 
-    learner = Learner(config)
+        learner = Learner(config)
+    except MemoryError as e:  # the replay buffer would not fit: say so instead of dying later
+        print(f"seed-rl {command}: {e}", file=sys.stderr)
+        return 2
     import signal
 
     signal.signal(signal.SIGTERM, lambda *_: learner.stop())

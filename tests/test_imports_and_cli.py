@@ -59,3 +59,10 @@ def test_unknown_env_family_is_a_clear_error():
     res = _cli("train", "--env=nethack", "--logdir=/tmp/seed_rl_never_created")
     assert res.returncode == 2
     assert "nethack" in res.stderr
+
+
+def test_a_replay_that_does_not_fit_is_refused_with_a_clear_message(tmp_path):
+    # The original's Google Cloud preset needs about 85 GB of replay; this machine has far less.
+    res = _cli("learner", "--preset=atari_r2d2_gcp", f"--logdir={tmp_path}", "--server_address=127.0.0.1:0")
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert "replay" in res.stderr and "GiB" in res.stderr
