@@ -13,11 +13,12 @@ Conventions (from the original SEED RL, see docs/architecture.md):
 
 from __future__ import annotations
 
-from typing import Any, Mapping, NamedTuple, Union
+from typing import Any, Mapping, NamedTuple, Protocol, Union
 
 import numpy as np
 
 __all__ = [
+    "Agent",
     "ArraySpec",
     "EnvOutput",
     "Nest",
@@ -143,3 +144,43 @@ class StepBatch(NamedTuple):
     """Each field [k, ...]; ``observation`` is an array or a flat dict of arrays."""
     raw_rewards: np.ndarray
     """float32 [k]: the unclipped, unscaled reward (e.g. the game score), for episode statistics."""
+
+
+class Agent(Protocol):
+    """What the algorithm-agnostic learner needs from an agent (V-trace, R2D2, ...).
+
+    Tensors are TensorFlow tensors; ``[B]`` is a batch of env rows, unrolls are time-major ``[T + 1, B, ...]``.
+    What differs between algorithms is declared by attributes, never probed with ``hasattr``.
+    """
+
+    uses_replay: bool
+    """False: train on each unroll once from the bounded queue. True: prioritized replay (``initial_priorities``)."""
+    num_overlapping_steps: int
+    """Extra steps shared by consecutive unrolls beyond the usual one (R2D2's burn-in)."""
+
+    def initial_state(self, batch_size: int) -> Any:
+        """The recurrent state of ``batch_size`` fresh envs (a nest of ``[B, ...]`` tensors; ``()`` if none)."""
+
+    def act(self, prev_actions: Any, env_outputs: EnvOutput, agent_state: Any, env_ids: Any = None) -> Any:
+        """One inference step: ``(agent_outputs with an .action field, new agent_state)``."""
+
+    def agent_output_spec(self, batch_size: Any = None) -> Any:
+        """``tf.TensorSpec`` nest of ``act``'s outputs (with the batch dimension)."""
+
+    def loss(self, unroll: Unroll, weights: Any = None) -> Any:
+        """``(loss, metrics)``; scalar metrics are summaries, non-scalar ones per-sequence outputs (priorities)."""
+
+    def initial_priorities(self, unrolls: Unroll) -> Any:
+        """Replay agents only: priorities ``[C]`` of freshly completed batch-major unrolls."""
+
+    def after_train_step(self, step: Any) -> Any:
+        """Called inside the compiled train step after the update (e.g. target network copies)."""
+
+    @property
+    def trainable_variables(self) -> list: ...
+
+    def checkpoint_items(self) -> dict:
+        """Trackables to checkpoint (weights by position, see ``seed_rl.networks.checkpoint_variables``)."""
+
+    def make_optimizer(self, total_train_steps: int) -> Any:
+        """The Keras optimizer with the agent's learning-rate schedule."""
