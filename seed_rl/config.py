@@ -88,6 +88,10 @@ class RunConfig:
     )
     save_checkpoint_secs: float = field(1800.0, "Checkpoint period in seconds (also at exit).")
     summary_period_secs: float = field(10.0, "Period of scalar summaries in seconds.")
+    tf_intra_op_threads: int = field(
+        0, "Threads TensorFlow may use inside one op on the learner; 0 is TensorFlow's default (all cores). 1 is "
+        "faster for tiny networks, where the inference step's many small ops pay for the hand-offs."
+    )
     server_address: str = field(
         "127.0.0.1:8686", "Learner listen address / actor connect address (host:port)."
     )

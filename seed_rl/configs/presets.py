@@ -25,7 +25,7 @@ def classic_vtrace() -> Config:
         run=RunConfig(
             num_actors=2, env_batch_size=16, unroll_length=20, batch_size=16,
             total_environment_frames=1_000_000, target_return=450.0, save_checkpoint_secs=120.0,
-            summary_period_secs=5.0),
+            summary_period_secs=5.0, tf_intra_op_threads=1),
         agent_name="vtrace",
         agent=VTraceConfig(
             network="mlp", mlp_sizes=(64, 64), lstm_size=0, use_reward_and_action=False,
@@ -116,7 +116,7 @@ def classic_r2d2() -> Config:
         env=EnvConfig(family="classic", name="CartPole-v1"),
         run=RunConfig(num_actors=2, env_batch_size=8, num_eval_envs=2, unroll_length=20, batch_size=32,
                       unroll_queue_size=64, total_environment_frames=1_000_000, target_return=450.0,
-                      save_checkpoint_secs=120.0, summary_period_secs=5.0),
+                      save_checkpoint_secs=120.0, summary_period_secs=5.0, tf_intra_op_threads=1),
         agent_name="r2d2",
         agent=R2D2Config(torso="mlp", mlp_sizes=(64,), stack_size=1, lstm_size=64, hidden_size=64, burn_in=4,
                          n_steps=3, discounting=0.99, replay_buffer_size=2000, replay_buffer_min_size=100,

@@ -64,6 +64,12 @@ class Learner:
             raise ValueError("config.run.logdir must be set")
         self.config = config
         run = config.run
+        if run.tf_intra_op_threads:
+            try:
+                tf.config.threading.set_intra_op_parallelism_threads(run.tf_intra_op_threads)
+            except RuntimeError:  # TensorFlow already initialised in this process (e.g. a notebook)
+                log.warning("tf_intra_op_threads=%d ignored: TensorFlow is already initialised",
+                            run.tf_intra_op_threads)
         if observation_spec is None or action_spec is None:
             from seed_rl.envs import env_specs
 
