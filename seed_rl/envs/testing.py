@@ -37,6 +37,7 @@ Stepping before the first reset, or after the episode ended, raises RuntimeError
 
 from __future__ import annotations
 
+import abc
 import functools
 import inspect
 from collections.abc import Callable
@@ -58,7 +59,7 @@ __all__ = [
 ]
 
 
-class _FakeEnv(gymnasium.Env):
+class _FakeEnv(gymnasium.Env, abc.ABC):
     """Shared bookkeeping: episode/step counters, action checks, reset-before-step."""
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
@@ -102,8 +103,9 @@ class _FakeEnv(gymnasium.Env):
             )
         return int(a)
 
+    @abc.abstractmethod
     def _reset_observation(self) -> Any:
-        raise NotImplementedError
+        """The observation right after a reset (each fake env defines its own)."""
 
 
 class CountingEnv(_FakeEnv):
