@@ -62,6 +62,11 @@ class RunConfig:
     logdir: str = field("", "Run directory: config, summaries, checkpoints, episodes.csv.")
     num_actors: int = field(2, "Number of actor processes.")
     env_batch_size: int = field(8, "Environments per actor, sent together in one message per step.")
+    actor_env_groups: int = field(
+        2, "Each actor splits its envs into this many groups, each with its own message in flight, and steps one "
+        "group while the others wait for their actions (double buffering); at most env_batch_size groups. 1 is the "
+        "original's lockstep actor."
+    )
     num_envs: int = field(0, "Total envs across actors; 0 means num_actors * env_batch_size.")
     num_eval_envs: int = field(
         0, "Envs (the highest ids) that act with the evaluation policy and report eval/ returns; never trained on."
@@ -115,6 +120,8 @@ class RunConfig:
     def __post_init__(self) -> None:
         if self.num_actors < 1 or self.env_batch_size < 1:
             raise ValueError("num_actors and env_batch_size must be >= 1")
+        if self.actor_env_groups < 1:
+            raise ValueError(f"actor_env_groups must be >= 1, got {self.actor_env_groups}")
         if self.num_envs and self.num_envs < self.num_actors * self.env_batch_size:
             raise ValueError(
                 f"num_envs={self.num_envs} is smaller than num_actors * env_batch_size = "

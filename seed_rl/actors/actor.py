@@ -1,7 +1,9 @@
 """The actor process loop: step ``env_batch_size`` environments and stream every step to the learner.
 
-An actor holds no model and no recurrent state; it imports numpy, grpcio and the environment only. Per step it
-sends one message with all of its envs (``StepBatch``) and receives one action per env. Semantics kept from the
+An actor holds no model and no recurrent state; it imports numpy, grpcio and the environment only. It splits
+its envs into ``actor_env_groups`` groups (default 2): per step of a group it sends one message with that group's
+envs (``StepBatch``) and receives one action per env, and it steps one group while the messages of the others
+wait for inference (double buffering; one group is the original's lockstep loop). Semantics kept from the
 original (common/actor.py):
 
 * the first message of a connection carries reward 0, done False and the reset observation;
@@ -16,6 +18,7 @@ original (common/actor.py):
 
 from __future__ import annotations
 
+import collections
 import logging
 import threading
 import time
@@ -143,7 +146,7 @@ class Actor:
                     f"actor {self.task}: the environment's action spec {act_spec} differs from the learner's "
                     f"{info.action_spec}")
             log.info("actor %d connected: envs [%d, %d)", self.task, info.env_id_begin, info.env_id_end)
-            self._loop(client, slots, max_steps)
+            self._loop(client, slots, max_steps, config.run.actor_env_groups)
         finally:
             for slot in slots:
                 slot.close()
@@ -162,46 +165,85 @@ class Actor:
             raw_rewards=np.array([s.raw_reward for s in slots], np.float32),
         )
 
-    def _loop(self, client: LearnerClient, slots: List[_EnvSlot], max_steps: Optional[int]) -> None:
+    def _loop(self, client: LearnerClient, slots: List[_EnvSlot], max_steps: Optional[int],
+              num_groups: int = 1) -> None:
+        """Steps the envs in ``num_groups`` groups, each with one message in flight (double buffering when 2).
+
+        Answers come back in the order the messages were sent, so the actor takes the oldest answer, steps that
+        group's envs and sends its next message while the other groups' messages wait for inference. With one
+        group this is the original's loop: send all envs, wait, step all envs. ``max_steps`` counts steps of
+        every env (each group stops after that many).
+        """
+        n = len(slots)
+        num_groups = max(1, min(num_groups, n))
+        bounds = [round(i * n / num_groups) for i in range(num_groups + 1)]
+        groups = [slots[bounds[i]:bounds[i + 1]] for i in range(num_groups)]
+        group_steps = [0] * num_groups
+        # The group each sent message belongs to, oldest first; None marks a truncation message whose actions
+        # are ignored.
+        pending: collections.deque = collections.deque()
         last_log = time.monotonic()
-        while not self._stop.is_set() and (max_steps is None or self.steps < max_steps):
-            actions = client.step(self._message(slots))
-            truncated: List[_EnvSlot] = []
-            for slot, action in zip(slots, actions):
-                try:
-                    obs, reward, terminated, trunc, env_info = slot.env.step(action)
-                except Exception:
-                    log.exception("actor %d: env %d raised; re-creating it with a new run id",
-                                  self.task, slot.env_id)
-                    self.env_restarts += 1
-                    slot.restart()
-                    continue
-                slot.episode_step += 1
-                slot.reward = float(reward)
-                slot.raw_reward = float(env_info.get("score_reward", reward)) if env_info else float(reward)
-                slot.abandoned = False
-                slot.done = bool(terminated or trunc)
-                slot.observation = obs
-                if slot.done:
-                    self.episodes += 1
-                    if trunc and not terminated:
-                        truncated.append(slot)
-                        slot.done = False  # the terminal observation goes in the extra message first
-                    else:
-                        slot.observation, _ = slot.env.reset()
-                        slot.episode_step = 0
+
+        def wanted(g: int) -> bool:
+            return not self._stop.is_set() and (max_steps is None or group_steps[g] < max_steps)
+
+        for g in range(num_groups):
+            if wanted(g):
+                client.send(self._message(groups[g]))
+                pending.append(g)
+        while pending:
+            g = pending.popleft()
+            actions = client.receive()
+            if g is None:
+                continue  # the actions for terminal observations are ignored
+            truncated = self._step_group(groups[g], actions)
             if truncated:
-                client.step(self._message(truncated))  # actions for terminal observations are ignored
+                # The two-message protocol: the terminal observations first, then the regular message with the
+                # reset observations. The learner handles each env's messages in the order they were sent.
+                client.send(self._message(truncated))
+                pending.append(None)
                 for slot in truncated:
                     slot.observation, _ = slot.env.reset()
                     slot.reward = slot.raw_reward = 0.0
                     slot.done = slot.abandoned = True
                     slot.episode_step = 0
-            self.steps += 1
+            group_steps[g] += 1
+            self.steps = min(group_steps)
+            if wanted(g):
+                client.send(self._message(groups[g]))
+                pending.append(g)
             if time.monotonic() - last_log > self.log_period_s:
                 last_log = time.monotonic()
                 log.info("actor %d: %d steps, %d episodes, %d env restarts, %d reconnects",
                          self.task, self.steps, self.episodes, self.env_restarts, self.reconnects)
+
+    def _step_group(self, slots: List[_EnvSlot], actions) -> List[_EnvSlot]:
+        """Steps each env with its action; returns the envs whose episode was truncated (not yet reset)."""
+        truncated: List[_EnvSlot] = []
+        for slot, action in zip(slots, actions):
+            try:
+                obs, reward, terminated, trunc, env_info = slot.env.step(action)
+            except Exception:
+                log.exception("actor %d: env %d raised; re-creating it with a new run id",
+                              self.task, slot.env_id)
+                self.env_restarts += 1
+                slot.restart()
+                continue
+            slot.episode_step += 1
+            slot.reward = float(reward)
+            slot.raw_reward = float(env_info.get("score_reward", reward)) if env_info else float(reward)
+            slot.abandoned = False
+            slot.done = bool(terminated or trunc)
+            slot.observation = obs
+            if slot.done:
+                self.episodes += 1
+                if trunc and not terminated:
+                    truncated.append(slot)
+                    slot.done = False  # the terminal observation goes in the extra message first
+                else:
+                    slot.observation, _ = slot.env.reset()
+                    slot.episode_step = 0
+        return truncated
 
 
 def run_actor(server_address: str, task: int, auth_token: str = "", connect_timeout_s: Optional[float] = None,

@@ -15,6 +15,7 @@ TensorFlow.
 
 from __future__ import annotations
 
+import collections
 import queue
 import threading
 import time
@@ -85,8 +86,8 @@ class HandshakeInfo(NamedTuple):
 
 
 class _Stream:
-    """One bidirectional ``Stream`` call with one message in flight: a request queue feeding gRPC's request
-    iterator, and gRPC's response iterator."""
+    """One bidirectional ``Stream`` call: a request queue feeding gRPC's request iterator, and gRPC's response
+    iterator. Several requests may be in flight; answers come back in request order."""
 
     _END = object()
 
@@ -101,8 +102,10 @@ class _Stream:
                 return
             yield item
 
-    def exchange(self, message: pb.StepBatch) -> pb.ActionBatch:
+    def send(self, message: pb.StepBatch) -> None:
         self._requests.put(message)
+
+    def receive(self) -> pb.ActionBatch:
         return next(self._call)  # raises the call (a grpc.RpcError) when it fails
 
     def close(self) -> None:
@@ -140,6 +143,7 @@ class LearnerClient:
         self._stream: _Stream | None = None
         self._info: HandshakeInfo | None = None
         self._step_lock = threading.Lock()
+        self._outstanding: collections.deque[int] = collections.deque()  # rows of each unanswered step
         self._closed = False
 
     # ------------------------------------------------------------------------------------------------- public
@@ -225,25 +229,61 @@ class LearnerClient:
           ProtocolMismatchError: no valid session (superseded by another actor of the same task, or no handshake).
           TransportError: anything else, e.g. the learner's inference step failed.
         """
+        with self._step_lock:
+            if self._outstanding:
+                raise RuntimeError("step() while sent steps are unanswered: receive() their actions first")
+            self._send_locked(step_batch)
+            return self._receive_locked()
+
+    def send(self, step_batch: StepBatch) -> None:
+        """Sends one step without waiting for its actions (pipelining): :meth:`receive` returns the actions of
+        the sent steps, oldest first. The steps of one env must be sent in order; the learner keeps that order.
+
+        Raises what :meth:`step` raises (a refused message is reported by the :meth:`receive` of its answer).
+        """
+        with self._step_lock:
+            self._send_locked(step_batch)
+
+    def receive(self) -> np.ndarray:
+        """The actions ``[k, ...]`` for the oldest sent step not yet answered (blocks until they arrive).
+
+        When this raises, the stream is dropped together with every unanswered step.
+        """
+        with self._step_lock:
+            if not self._outstanding:
+                raise RuntimeError("receive() without an unanswered send()")
+            return self._receive_locked()
+
+    @property
+    def unanswered(self) -> int:
+        """Steps sent and not yet received."""
+        return len(self._outstanding)
+
+    def _send_locked(self, step_batch: StepBatch) -> None:
         self._check_open()
         if self._info is None:
             raise ProtocolMismatchError("step() before handshake(): call handshake() first")
         message = codec.encode_step_batch(step_batch)
-        rows = message.env_ids.shape[0] if message.env_ids.shape else 0
-        what = f"Step on the stream to the learner at {self._address} (task {self._task})"
-        with self._step_lock:
+        if self._stream is None:
             try:
-                if self._stream is None:
-                    self._stream = self._open_stream()
-                response = self._stream.exchange(message)
+                self._stream = self._open_stream()
             except grpc.RpcError as e:
-                self._close_stream()
-                raise from_rpc_error(e, what) from None
-            except StopIteration:
-                self._close_stream()
-                raise LearnerUnavailableError(
-                    f"{what} failed: the learner closed the stream"
-                ) from None
+                raise from_rpc_error(e, self._what()) from None
+        self._stream.send(message)
+        self._outstanding.append(message.env_ids.shape[0] if message.env_ids.shape else 0)
+
+    def _receive_locked(self) -> np.ndarray:
+        rows = self._outstanding.popleft()
+        what = self._what()
+        assert self._stream is not None
+        try:
+            response = self._stream.receive()
+        except grpc.RpcError as e:
+            self._close_stream()
+            raise from_rpc_error(e, what) from None
+        except StopIteration:
+            self._close_stream()
+            raise LearnerUnavailableError(f"{what} failed: the learner closed the stream") from None
         try:
             actions = codec.decode_array(response.actions, "ActionBatch.actions")
         except ValueError as e:
@@ -253,6 +293,9 @@ class LearnerClient:
                 f"{what}: the learner sent actions of shape {actions.shape} for {rows} envs"
             )
         return actions
+
+    def _what(self) -> str:
+        return f"Step on the stream to the learner at {self._address} (task {self._task})"
 
     def reconnect(self) -> HandshakeInfo:
         """Closes the stream and the channel, opens a fresh channel and handshakes again (with back-off).
@@ -302,6 +345,7 @@ class LearnerClient:
         return _Stream(self._stub, metadata)
 
     def _close_stream(self) -> None:
+        self._outstanding.clear()  # their answers went with the stream
         stream, self._stream = self._stream, None
         if stream is not None:
             stream.close()

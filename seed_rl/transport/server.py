@@ -21,6 +21,7 @@ import collections
 import concurrent.futures
 import hmac
 import logging
+import queue
 import secrets
 import threading
 from collections.abc import Iterator
@@ -51,6 +52,8 @@ __all__ = ["InferenceServer", "validate_step_batch"]
 _log = logging.getLogger(__name__)
 
 _STOPPING = "learner is stopping"
+_MAX_READ_AHEAD = 16  # unanswered messages per stream before the server stops reading it
+_END = object()
 _DEFAULT_GRACE_S = 0.1
 
 # Per-env scalar fields: (name in error messages, accepted dtype kinds, canonical dtype).
@@ -226,9 +229,15 @@ class _Core:
             action_spec=codec.encode_array_spec(action_spec),
         )
         self.counters: collections.Counter[str] = collections.Counter()
-        # Streams waiting for (or about to send) their actions; stop() lets them answer before cancelling.
+        # Messages queued and not yet answered; stop() lets their streams answer before cancelling.
         self.inflight = 0
         self.inflight_cond = threading.Condition()
+
+    def add_inflight(self, n: int) -> None:
+        with self.inflight_cond:
+            self.inflight += n
+            if self.inflight == 0:
+                self.inflight_cond.notify_all()
 
     # --------------------------------------------------------------------------------------------- handshake
 
@@ -395,40 +404,86 @@ class _Servicer(pb_grpc.LearnerServicer):
             raise  # unreachable: context.abort raises
 
     def Stream(self, request_iterator: Iterator[pb.StepBatch], context: grpc.ServicerContext):
-        core = self._core
-        current: list[concurrent.futures.Future | None] = [None]
+        """Answers the stream's messages in the order they came, with several of them in flight.
 
-        # When the RPC ends early (the actor went away), its waiting request is withdrawn from the batcher.
-        def on_done() -> None:
-            future = current[0]
-            if future is not None:
+        A reader thread takes messages off the stream as they arrive and queues them with the batcher at once;
+        this thread answers them in order. So an actor may send the next message (e.g. for another group of its
+        envs) before the previous answer came back, which is what lets it step some envs while others wait for
+        inference. The read-ahead is bounded (``_MAX_READ_AHEAD`` messages): beyond it the actor's sends wait
+        in gRPC's flow control.
+        """
+        core = self._core
+        lock = threading.Lock()
+        outstanding: collections.deque[concurrent.futures.Future] = collections.deque()
+        results: queue.SimpleQueue = queue.SimpleQueue()  # futures in arrival order, then _END or an _Abort
+        room = threading.Semaphore(_MAX_READ_AHEAD)
+        closed = [False]
+
+        def close() -> None:
+            """Withdraws every unanswered request (the actor is gone or the stream failed); idempotent."""
+            with lock:
+                if closed[0]:
+                    return
+                closed[0] = True
+                doomed = list(outstanding)
+                outstanding.clear()
+            for future in doomed:
                 future.cancel()
+            if doomed:
+                core.add_inflight(-len(doomed))
+            room.release()  # a reader waiting for room wakes, sees `closed` and ends
+
+        def read(session: _Session) -> None:
+            try:
+                for message in request_iterator:
+                    room.acquire()
+                    if closed[0]:
+                        return
+                    future = core.submit(session, message)  # raises _Abort for a refused message
+                    with lock:
+                        if closed[0]:
+                            future.cancel()
+                            return
+                        outstanding.append(future)
+                        core.add_inflight(1)
+                    results.put(future)
+                results.put(_END)
+            except _Abort as abort:
+                results.put(abort)
+            except Exception:  # noqa: BLE001 - the RPC ended (cancelled, client gone): nothing to answer
+                results.put(_END)
 
         with self._active_lock:
             self.active_streams += 1
         try:
             session = core.open_stream(context.invocation_metadata())
-            context.add_callback(on_done)
-            for message in request_iterator:
-                future = core.submit(session, message)
-                current[0] = future
-                with core.inflight_cond:
-                    core.inflight += 1
+            context.add_callback(close)
+            threading.Thread(target=read, args=(session,), name="seed_rl-stream-reader", daemon=True).start()
+            while True:
+                item = results.get()
+                if item is _END:
+                    return
+                if isinstance(item, _Abort):
+                    raise item
                 try:
-                    actions = future.result()
+                    actions = item.result()
                 except concurrent.futures.CancelledError:
                     return  # the actor is gone; nobody to answer
                 except BaseException as e:  # noqa: BLE001 - reported to the actor as a status
                     raise core.abort_for(e) from None
                 finally:
-                    current[0] = None
-                    with core.inflight_cond:
-                        core.inflight -= 1
-                        core.inflight_cond.notify_all()
+                    with lock:
+                        answered = not closed[0]
+                        if answered:
+                            outstanding.popleft()
+                    if answered:
+                        core.add_inflight(-1)
+                        room.release()
                 yield core.encode_actions(actions)
         except _Abort as abort:
             self._abort(context, abort)
         finally:
+            close()
             with self._active_lock:
                 self.active_streams -= 1
 

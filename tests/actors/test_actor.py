@@ -38,9 +38,10 @@ class Recorder:
             return [r for r in self.rows if r[0] == env_id]
 
 
-def _server(env_name, handler, env_batch_size=2, num_actors=1):
+def _server(env_name, handler, env_batch_size=2, num_actors=1, actor_env_groups=2):
     config = Config(env=EnvConfig(family="test", name=env_name),
-                    run=RunConfig(num_actors=num_actors, env_batch_size=env_batch_size))
+                    run=RunConfig(num_actors=num_actors, env_batch_size=env_batch_size,
+                                  actor_env_groups=actor_env_groups))
     obs_spec, act_spec = env_specs(config.env)
     server = InferenceServer("127.0.0.1:0", handler, num_envs=num_actors * env_batch_size,
                              env_batch_size=env_batch_size, observation_spec=obs_spec, action_spec=act_spec,
@@ -91,6 +92,30 @@ def test_truncation_uses_the_two_message_protocol():
         (0.0, True, True, 0),     # then the reset observation, done and abandoned, reward 0
         (2.0, False, False, 1),
     ]
+
+
+@pytest.mark.parametrize("groups", [1, 2, 3])
+def test_env_groups_keep_every_envs_sequence_and_send_one_message_per_group_step(groups):
+    """Double buffering (actor_env_groups): each group of envs has its own message in flight; every env sees
+    exactly the same sequence as in the lockstep loop, and the truncation protocol still holds."""
+    rec = Recorder()
+    server, address = _server("truncating:length=2,num_actions=2", rec, env_batch_size=4,
+                              actor_env_groups=groups)
+    try:
+        actor = _run_actor(address, steps=6)
+        messages = server.stats()["messages_total"]
+    finally:
+        server.stop()
+    assert actor.steps == 6
+    for env_id in range(4):
+        rows = rec.of(env_id)
+        # Per episode of 2 steps: reset obs, step 1, the extra truncation message (step 2), then abandoned.
+        assert [(r[2], r[3], r[4], r[5][2]) for r in rows[:7]] == [
+            (0.0, False, False, 0), (2.0, False, False, 1), (3.0, False, False, 2), (0.0, True, True, 0),
+            (2.0, False, False, 1), (3.0, False, False, 2), (0.0, True, True, 0)], env_id
+        assert rows[0][5][0] == env_id
+    # Per group: 6 regular messages plus the truncation messages after its steps 2, 4 and 6.
+    assert messages == 9 * groups
 
 
 def test_crashing_env_is_recreated_with_a_new_run_id_and_the_actor_carries_on():

@@ -294,6 +294,66 @@ def test_one_client_round_trip(cluster):
         assert actions.tolist() == expected_actions([2, 3], step)
 
 
+def test_pipelined_steps_are_answered_in_send_order(cluster):
+    """An actor may send the next message (another group of its envs) before the previous answer came back;
+    the answers come back in send order, each with its own rows."""
+    handler = Handler()
+    handler.gate.clear()  # hold the learner busy so that all three messages are queued at once
+    server = cluster.server(handler, inference_batch_size=1, max_batch_wait_ms=1.0)
+    client = cluster.client(server, task=1)
+    client.send(make_step([2], step=0))
+    client.send(make_step([3], step=0))
+    client.send(make_step([2, 3], step=1))
+    assert client.unanswered == 3
+    wait_until(lambda: server.stats()["messages_total"] == 3, "three messages queued")
+    handler.gate.set()
+    assert client.receive().tolist() == expected_actions([2], 0)
+    assert client.receive().tolist() == expected_actions([3], 0)
+    assert client.receive().tolist() == expected_actions([2, 3], 1)
+    assert client.unanswered == 0
+    # Each env's messages reached the handler in send order (never two rows of one env in one call).
+    env2 = [call for call in handler.calls if 2 in call["env_ids"]]
+    assert len(env2) == 2
+    with pytest.raises(RuntimeError, match="without an unanswered send"):
+        client.receive()
+
+
+def test_pipelined_bad_message_is_reported_after_the_earlier_answers(cluster):
+    handler = Handler()
+    server = cluster.server(handler, inference_batch_size=1)
+    client = cluster.client(server, task=1)
+    client.send(make_step([2], step=0))
+    client.send(make_step([3], step=0))
+    client.send(make_step([2, 9], run_id=BAD_RUN_ID))  # env 9 is outside [0, 8)
+    assert client.receive().tolist() == expected_actions([2], 0)
+    assert client.receive().tolist() == expected_actions([3], 0)
+    with pytest.raises(InvalidRequestError, match="env id 9"):
+        client.receive()
+    assert client.unanswered == 0
+    assert BAD_RUN_ID not in handler.seen_run_ids()
+    # The same session opens a new stream and goes on.
+    assert client.step(make_step([2, 3], step=1)).tolist() == expected_actions([2, 3], 1)
+    assert_server_still_serves(cluster, server, handler)
+
+
+def test_client_going_away_with_pipelined_steps_withdraws_them(cluster):
+    handler = Handler()
+    handler.gate.clear()
+    server = cluster.server(handler, inference_batch_size=1, max_batch_wait_ms=1.0)
+    client = cluster.client(server, task=1)
+    client.send(make_step([2], step=0, run_id=BAD_RUN_ID))
+    client.send(make_step([3], step=0, run_id=BAD_RUN_ID))
+    assert handler.entered.wait(LIVENESS_S)  # the first one is in the handler, the second one queued
+    client.close()
+    wait_until(lambda: server.stats()["pending_rows"] == 0, "the queued message to be withdrawn")
+    handler.gate.set()
+    wait_until(lambda: server.stats()["active_streams"] == 0, "the stream to end")
+    other = cluster.client(server, task=3)
+    assert other.step(make_step([6, 7], step=5, run_id=77)).tolist() == expected_actions([6, 7], 5)
+    # The queued message of the vanished client never reached the handler.
+    assert [c["env_ids"] for c in handler.calls if BAD_RUN_ID in c["run_ids"]] == [[2]]
+
+
 def test_batching_by_size_runs_two_clients_in_one_handler_call(cluster):
     handler = Handler()
     # The deadline is far away, so only a full batch (2 + 2 rows) can run.
