@@ -2,8 +2,9 @@
 
 Atari Pong with a tiny policy (V-trace agent, ``--network=mlp --mlp_sizes=8 --lstm_size=0
 --use_reward_and_action=false`` on the 84x84x1 uint8 observation), 2 actor processes x 8 envs, everything else as
-the ``atari_vtrace`` preset (unroll 20, batch 32, inference batch max(8, 16 // 2) = 8, max_batch_wait_ms 2).
-Measured in one run of this script:
+the ``atari_vtrace`` preset (unroll 20, batch 32, inference batch max(8, 16 // 2) = 8, max_batch_wait_ms 2, two env
+groups per actor), with ``--tf_intra_op_threads=1`` (a network this small loses time to TensorFlow's thread
+hand-offs). Measured in one run of this script:
 
 * **bare envs**: the same 16 Pong envs (``seed_rl.envs.create_environment``, same preprocessing and seeds) stepped
   with random actions by 2 plain processes of 8 envs each, no learner, no gRPC; measured before and after the full
@@ -13,6 +14,8 @@ Measured in one run of this script:
   window; training runs as in any run (it is part of the system);
 * **full loop, training idle**: the same with ``--batch_size=1000000 --unroll_queue_size=1000000``: unrolls are
   still built, converted and queued, but no train step ever runs (the queue only grows, so the window is short).
+* **full loop, lockstep actors**: the training loop with ``--actor_env_groups=1``, the original's actor (all envs
+  in one message, then wait), to show what double buffering buys.
 
 Target: full loop (training) / bare envs >= 0.70.
 
@@ -39,7 +42,7 @@ from seed_rl.config import Config, replace  # noqa: E402
 TARGET = 0.70
 
 
-def build_config(args, logdir: str, idle: bool = False) -> Config:
+def build_config(args, logdir: str, idle: bool = False, groups: int = 0) -> Config:
     # Imported here, not at the top: seed_rl.configs imports TensorFlow (through seed_rl.agents.vtrace), and the
     # bare-env worker processes re-import this module.
     from seed_rl.configs import get_preset
@@ -47,7 +50,10 @@ def build_config(args, logdir: str, idle: bool = False) -> Config:
     config = get_preset("atari_vtrace")
     run = replace(config.run, logdir=logdir, num_actors=args.num_actors, env_batch_size=args.env_batch_size,
                   server_address="127.0.0.1:0", save_checkpoint_secs=1e9, summary_period_secs=1e9,
-                  total_environment_frames=10**12, inference_batch_size=args.inference_batch_size)
+                  total_environment_frames=10**12, inference_batch_size=args.inference_batch_size,
+                  tf_intra_op_threads=1)
+    if groups:
+        run = replace(run, actor_env_groups=groups)
     if idle:
         run = replace(run, batch_size=1_000_000, unroll_queue_size=1_000_000)
     agent = replace(config.agent, network="mlp", mlp_sizes=(8,), lstm_size=0, use_reward_and_action=False)
@@ -132,6 +138,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="seed_rl_bench_transport_") as tmp:
         config = build_config(args, os.path.join(tmp, "train"))
         idle_config = build_config(args, os.path.join(tmp, "idle"), idle=True)
+        lockstep_config = build_config(args, os.path.join(tmp, "lockstep"), groups=1)
         repeats = config.env.num_action_repeats
         print(f"transport_overhead: {args.game}, {args.num_actors} actors x {args.env_batch_size} envs, tiny MLP; "
               f"load {load_before}", flush=True)
@@ -143,15 +150,22 @@ def main() -> int:
         idle = _common.measure_local_run(idle_config, warmup=args.warmup, seconds=args.idle_seconds,
                                          profile=args.profile)
         print(f"  full loop, training idle: {idle['fps'] / repeats:,.0f} env steps/s", flush=True)
+        lockstep = _common.measure_local_run(lockstep_config, warmup=args.warmup, seconds=args.idle_seconds,
+                                             min_train_steps=2)
+        print(f"  full loop, training, lockstep actors: {lockstep['fps'] / repeats:,.0f} env steps/s", flush=True)
         bare_b, bare_cpu_b = bare_env_steps_per_s(config, args.bare_warmup, args.bare_seconds)
         print(f"  bare envs (after): {bare_b:,.0f} env steps/s", flush=True)
 
     run = config.run
+    groups = min(run.actor_env_groups, run.env_batch_size)
     bare = (bare_a + bare_b) / 2
     bare_cpu = (bare_cpu_a + bare_cpu_b) / 2
+    loops = ((f"full loop, training (the system: {groups} env groups per actor)", train, TARGET, groups),
+             ("full loop, training idle (no train step)", idle, None, groups),
+             ("full loop, training, lockstep actors (`--actor_env_groups=1`, the original's loop)", lockstep, None,
+              1))
     rows = []
-    for label, r, target in (("full loop, training (the system)", train, TARGET),
-                             ("full loop, training idle (no train step)", idle, None)):
+    for label, r, target, _ in loops:
         sps = r["fps"] / repeats
         ratio = sps / bare
         verdict = ("pass" if ratio >= target else "FAIL") if target else "(no target)"
@@ -176,32 +190,34 @@ def main() -> int:
         return actors / steps, learner / steps
 
     cpu_rows = [("bare envs", f"{bare_cpu * 1e3:.3f}", "—", f"{bare_cpu * 1e3:.3f}", "1.00")]
-    for label, r in (("full loop, training", train), ("full loop, training idle", idle)):
+    for label, r, _, _ in loops:
         a, lrn = cpu_split(r)
-        cpu_rows.append((label, f"{a * 1e3:.3f}", f"{lrn * 1e3:.3f}", f"{(a + lrn) * 1e3:.3f}",
-                         f"{bare_cpu / (a + lrn):.2f}"))
+        cpu_rows.append((label.split(" (")[0], f"{a * 1e3:.3f}",
+                         f"{lrn * 1e3:.3f}", f"{(a + lrn) * 1e3:.3f}", f"{bare_cpu / (a + lrn):.2f}"))
     cpu_table = _common.markdown_table(
         ["setup", "env / actor processes", "learner process", "total", "bare / total"], cpu_rows)
 
-    def critical_path(r):
-        """Per actor message (closed loop: step the envs, then wait for the actions)."""
-        k = run.env_batch_size
-        cycle = 1e3 * run.num_actors * k / (r["fps"] / repeats)
+    def critical_path(r, g):
+        """Per message of one env group (closed loop per group: step the group's envs, then wait for its
+        actions; with several groups the others step meanwhile)."""
+        k = run.env_batch_size / g
+        cycle = 1e3 * run.num_actors * run.env_batch_size / (r["fps"] / repeats)
         envs = 1e3 * k * bare_cpu
         learner = r["wait_ms"] + r["handler_ms"]
-        return (f"{cycle:.1f}", f"{envs:.1f}", f"{learner:.1f}", f"{cycle - envs - learner:.1f}",
-                f"{envs / cycle:.2f}")
+        return (f"{k:g}", f"{cycle:.1f}", f"{envs:.1f}", f"{learner:.1f}", f"{g * envs / cycle:.2f}")
 
     path_table = _common.markdown_table(
-        ["setup", "actor cycle", f"stepping {run.env_batch_size} envs (bare CPU)", "learner: batch wait + handler",
-         "rest: gRPC both ways, decode/validate, hand-offs, CPU contention", "envs / cycle"],
-        [("full loop, training", *critical_path(train)), ("full loop, training idle", *critical_path(idle))])
+        ["setup", "envs per message", "cycle of one group", "stepping its envs (bare CPU)",
+         "learner: batch wait + handler", "groups x stepping / cycle"],
+        [(label.split(" (")[0], *critical_path(r, g))
+         for label, r, _, g in loops])
 
     body = (
         _common.run_facts(load_before)
         + f"\n{args.game}, tiny V-trace policy (`--network=mlp --mlp_sizes=8 --lstm_size=0 "
         f"--use_reward_and_action=false`), {run.num_actors} actor processes x {run.env_batch_size} envs, unroll "
         f"{run.unroll_length}, batch {run.batch_size}, inference batch {run.resolved_inference_batch_size}, "
+        f"`--tf_intra_op_threads=1` (right for a network this small), {groups} env groups per actor, "
         f"action repeat {repeats} (1 env step = {repeats} frames). The full loops are `seed_rl.launch.local.LocalRun` "
         f"with the learner in the benchmark process; the idle loop uses `--batch_size=1000000 "
         f"--unroll_queue_size=1000000`, so unrolls are built and queued but never trained on.\n\n"
@@ -210,10 +226,12 @@ def main() -> int:
         "benchmark's own sampling and main threads). On a machine whose cores are all busy, `bare / total` is the "
         "ratio the full loop would reach; it does not move with the load of other processes as the wall-clock "
         "ratio does:\n\n" + cpu_table
-        + "\nCritical path of one actor message in milliseconds (an actor steps its envs, then waits for the "
-        "actions; cycle = actors x envs per actor / env steps/s; stepping = envs x bare CPU per step; learner "
-        "figures are the batcher's means; rest = the remainder). When `envs / cycle` is below the CPU ratio above, "
-        "the loop is bound by this latency, not by CPU:\n\n" + path_table
+        + "\nCritical path of one group's message in milliseconds (an actor steps one group of its envs, sends "
+        "them, and steps its next group while the message waits; cycle = the time between two messages of one "
+        "group = actors x envs per actor / env steps/s; stepping = envs per message x bare CPU per step; learner "
+        "figures are the batcher's means). The last column is the share of the time an actor spends stepping "
+        "envs: when it is below the CPU ratio above, the loop is bound by the round trip's latency, not by CPU:\n\n"
+        + path_table
         + "\nCPU during the training window (`native:python` = threads created by native code without a name, "
         "mostly TensorFlow's op executors; `event_engine`, `grpc_*` = gRPC's C core):\n\n" + train["cpu"].table()
         + "\nCPU during the training-idle window:\n\n" + idle["cpu"].table()

@@ -109,7 +109,7 @@ def atari_r2d2_gcp() -> Config:
 
 def classic_r2d2() -> Config:
     """R2D2 on CartPole-v1 in minutes: an MLP torso (64) with LSTM 64 and dueling heads of 64, short sequences
-    (burn-in 4, unroll 20), a small replay replayed 8 times per sequence, target copy every 400 steps. Not in the
+    (burn-in 4, unroll 20), a small replay replayed 8 times per sequence, target copy every 50 steps. Not in the
     original; tuned here (see docs/presets.md). Two eval envs
     act with eval_epsilon and report eval/ returns."""
     return Config(
@@ -121,5 +121,5 @@ def classic_r2d2() -> Config:
         agent=R2D2Config(torso="mlp", mlp_sizes=(64,), stack_size=1, lstm_size=64, hidden_size=64, burn_in=4,
                          n_steps=3, discounting=0.99, replay_buffer_size=2000, replay_buffer_min_size=100,
                          replay_ratio=8.0, learning_rate=1e-3, adam_epsilon=1e-3, clip_norm=40.0,
-                         update_target_every_n_step=400, eval_epsilon=1e-3),
+                         update_target_every_n_step=50, eval_epsilon=1e-3),
     )
