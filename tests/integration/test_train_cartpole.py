@@ -37,10 +37,9 @@ def test_vtrace_learns_cartpole(tmp_path):
     assert mean > 100, res.stdout  # random play averages about 22
 
 
-def test_flipped_policy_gradient_does_not_learn(tmp_path):
-    logdir = str(tmp_path / "flipped")
-    proc = TrainProcess(logdir, *COMMON, "--flip_policy_gradient")
-    assert proc.wait(timeout=600) == 0, proc.output()
+def test_flipped_policy_gradient_does_not_learn(flipped_controls):
+    logdir, proc = flipped_controls["vtrace"]  # COMMON + --flip_policy_gradient, beside the R2D2 control
+    assert proc.wait(timeout=900) == 0, proc.output()
     eps = episodes(logdir)
     best, _ = best_rolling_mean(eps)
     assert eps and eps[-1].env_frames >= BUDGET * 0.95  # it used the whole budget

@@ -34,10 +34,9 @@ def test_r2d2_learns_cartpole(tmp_path):
     assert "replay buffer" in proc.output()
 
 
-def test_r2d2_with_flipped_reward_does_not_learn(tmp_path):
-    logdir = str(tmp_path / "flipped")
-    proc = TrainProcess(logdir, *COMMON, "--flip_reward_sign", "--target_return=0")
-    assert proc.wait(timeout=600) == 0, proc.output()
+def test_r2d2_with_flipped_reward_does_not_learn(flipped_controls):
+    logdir, proc = flipped_controls["r2d2"]  # COMMON + --flip_reward_sign, beside the V-trace control
+    assert proc.wait(timeout=900) == 0, proc.output()
     evals = _eval_episodes(logdir)
     assert evals and episodes(logdir)[-1].env_frames >= BUDGET * 0.95
     assert first_frames_reaching(evals, THRESHOLD / 4) is None, [e.episode_return for e in evals[-20:]]
