@@ -37,8 +37,8 @@ def test_vtrace_learns_cartpole(tmp_path):
     assert mean > 100, res.stdout  # random play averages about 22
 
 
-def test_flipped_policy_gradient_does_not_learn(flipped_controls):
-    logdir, proc = flipped_controls["vtrace"]  # COMMON + --flip_policy_gradient, beside the R2D2 control
+def test_flipped_policy_gradient_does_not_learn(cartpole_runs):
+    logdir, proc = cartpole_runs["vtrace_flipped"]  # COMMON + --flip_policy_gradient, beside the R2D2 runs
     assert proc.wait(timeout=900) == 0, proc.output()
     eps = episodes(logdir)
     best, _ = best_rolling_mean(eps)

@@ -23,10 +23,9 @@ def _eval_episodes(logdir):
     return [e for e in episodes(logdir) if e.eval]
 
 
-def test_r2d2_learns_cartpole(tmp_path):
-    logdir = str(tmp_path / "run")
-    proc = TrainProcess(logdir, *COMMON, f"--target_return={THRESHOLD}")
-    assert proc.wait(timeout=600) == 0, proc.output()
+def test_r2d2_learns_cartpole(cartpole_runs):
+    logdir, proc = cartpole_runs["r2d2"]  # COMMON + --target_return=THRESHOLD, beside the flipped controls
+    assert proc.wait(timeout=900) == 0, proc.output()
     evals = _eval_episodes(logdir)
     reached = first_frames_reaching(evals, THRESHOLD)
     assert reached is not None and reached <= BUDGET, [e.episode_return for e in evals[-20:]]
@@ -34,8 +33,8 @@ def test_r2d2_learns_cartpole(tmp_path):
     assert "replay buffer" in proc.output()
 
 
-def test_r2d2_with_flipped_reward_does_not_learn(flipped_controls):
-    logdir, proc = flipped_controls["r2d2"]  # COMMON + --flip_reward_sign, beside the V-trace control
+def test_r2d2_with_flipped_reward_does_not_learn(cartpole_runs):
+    logdir, proc = cartpole_runs["r2d2_flipped"]  # COMMON + --flip_reward_sign, beside the other runs
     assert proc.wait(timeout=900) == 0, proc.output()
     evals = _eval_episodes(logdir)
     assert evals and episodes(logdir)[-1].env_frames >= BUDGET * 0.95
