@@ -16,6 +16,8 @@ hand-offs). Measured in one run of this script:
   still built, converted and queued, but no train step ever runs (the queue only grows, so the window is short).
 * **full loop, lockstep actors**: the training loop with ``--actor_env_groups=1``, the original's actor (all envs
   in one message, then wait), to show what double buffering buys.
+* **full loop, gRPC stream**: the training loop with ``--local_stream=false``: the actors stream over gRPC, as
+  actors on other hosts do, to show what the same-host Unix-socket stream buys.
 
 Target: full loop (training) / bare envs >= 0.70.
 
@@ -42,7 +44,7 @@ from seed_rl.config import Config, replace  # noqa: E402
 TARGET = 0.70
 
 
-def build_config(args, logdir: str, idle: bool = False, groups: int = 0) -> Config:
+def build_config(args, logdir: str, idle: bool = False, groups: int = 0, local_stream: bool = True) -> Config:
     # Imported here, not at the top: seed_rl.configs imports TensorFlow (through seed_rl.agents.vtrace), and the
     # bare-env worker processes re-import this module.
     from seed_rl.configs import get_preset
@@ -51,7 +53,7 @@ def build_config(args, logdir: str, idle: bool = False, groups: int = 0) -> Conf
     run = replace(config.run, logdir=logdir, num_actors=args.num_actors, env_batch_size=args.env_batch_size,
                   server_address="127.0.0.1:0", save_checkpoint_secs=1e9, summary_period_secs=1e9,
                   total_environment_frames=10**12, inference_batch_size=args.inference_batch_size,
-                  tf_intra_op_threads=1)
+                  tf_intra_op_threads=1, local_stream=local_stream)
     if groups:
         run = replace(run, actor_env_groups=groups)
     if idle:
@@ -139,6 +141,7 @@ def main() -> int:
         config = build_config(args, os.path.join(tmp, "train"))
         idle_config = build_config(args, os.path.join(tmp, "idle"), idle=True)
         lockstep_config = build_config(args, os.path.join(tmp, "lockstep"), groups=1)
+        grpc_config = build_config(args, os.path.join(tmp, "grpc"), local_stream=False)
         repeats = config.env.num_action_repeats
         print(f"transport_overhead: {args.game}, {args.num_actors} actors x {args.env_batch_size} envs, tiny MLP; "
               f"load {load_before}", flush=True)
@@ -153,6 +156,9 @@ def main() -> int:
         lockstep = _common.measure_local_run(lockstep_config, warmup=args.warmup, seconds=args.idle_seconds,
                                              min_train_steps=2)
         print(f"  full loop, training, lockstep actors: {lockstep['fps'] / repeats:,.0f} env steps/s", flush=True)
+        over_grpc = _common.measure_local_run(grpc_config, warmup=args.warmup, seconds=args.idle_seconds,
+                                              min_train_steps=2)
+        print(f"  full loop, training, gRPC stream: {over_grpc['fps'] / repeats:,.0f} env steps/s", flush=True)
         bare_b, bare_cpu_b = bare_env_steps_per_s(config, args.bare_warmup, args.bare_seconds)
         print(f"  bare envs (after): {bare_b:,.0f} env steps/s", flush=True)
 
@@ -163,7 +169,9 @@ def main() -> int:
     loops = ((f"full loop, training (the system: {groups} env groups per actor)", train, TARGET, groups),
              ("full loop, training idle (no train step)", idle, None, groups),
              ("full loop, training, lockstep actors (`--actor_env_groups=1`, the original's loop)", lockstep, None,
-              1))
+              1),
+             ("full loop, training, gRPC stream (`--local_stream=false`, as actors on other hosts)", over_grpc, None,
+              groups))
     rows = []
     for label, r, target, _ in loops:
         sps = r["fps"] / repeats

@@ -101,6 +101,11 @@ class RunConfig:
         "127.0.0.1:8686", "Learner listen address / actor connect address (host:port)."
     )
     auth_token: str = field("", "Shared secret remote actors must present (empty: none).")
+    local_stream: bool = field(
+        True, "Offer actors on the learner's host a Unix-socket stream (same messages, checks and batching as "
+        "the gRPC stream, a fraction of its CPU per message; the handshake stays on gRPC). Actors on other "
+        "hosts use gRPC. Linux only."
+    )
     seed: int = field(0, "Seed for the learner's and actors' random number generators.")
 
     @property

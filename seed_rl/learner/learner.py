@@ -117,7 +117,8 @@ class Learner:
             run.server_address, self._handle, num_envs=self.num_envs, env_batch_size=run.env_batch_size,
             observation_spec=observation_spec, action_spec=action_spec, config_json=config.to_json(),
             inference_batch_size=run.resolved_inference_batch_size, max_batch_wait_ms=run.max_batch_wait_ms,
-            wait_for_full_batch=run.wait_for_full_batch, auth_token=run.auth_token)
+            wait_for_full_batch=run.wait_for_full_batch, auth_token=run.auth_token,
+            local_stream=run.local_stream)
 
         self._stop = threading.Event()
         self._done = threading.Event()

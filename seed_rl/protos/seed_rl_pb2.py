@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cseed_rl/protos/seed_rl.proto\x12\nseed_rl.v1\"3\n\x05\x41rray\x12\r\n\x05\x64type\x18\x01 \x01(\t\x12\r\n\x05shape\x18\x02 \x03(\x03\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"<\n\nNamedArray\x12\x0c\n\x04name\x18\x01 \x01(\t\x12 \n\x05\x61rray\x18\x02 \x01(\x0b\x32\x11.seed_rl.v1.Array\"_\n\tArraySpec\x12\r\n\x05shape\x18\x01 \x03(\x03\x12\r\n\x05\x64type\x18\x02 \x01(\t\x12\x12\n\nnum_values\x18\x03 \x01(\x03\x12\x0f\n\x07minimum\x18\x04 \x03(\x01\x12\x0f\n\x07maximum\x18\x05 \x03(\x01\"C\n\x0eNamedArraySpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12#\n\x04spec\x18\x02 \x01(\x0b\x32\x15.seed_rl.v1.ArraySpec\"N\n\x10HandshakeRequest\x12\x18\n\x10protocol_version\x18\x01 \x01(\x05\x12\x0c\n\x04task\x18\x02 \x01(\x05\x12\x12\n\nauth_token\x18\x03 \x01(\t\"\xf4\x01\n\x11HandshakeResponse\x12\x18\n\x10protocol_version\x18\x01 \x01(\x05\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x10\n\x08num_envs\x18\x03 \x01(\x05\x12\x14\n\x0c\x65nv_id_begin\x18\x04 \x01(\x05\x12\x12\n\nenv_id_end\x18\x05 \x01(\x05\x12\x13\n\x0b\x63onfig_json\x18\x06 \x01(\t\x12\x34\n\x10observation_spec\x18\x07 \x03(\x0b\x32\x1a.seed_rl.v1.NamedArraySpec\x12*\n\x0b\x61\x63tion_spec\x18\x08 \x01(\x0b\x32\x15.seed_rl.v1.ArraySpec\"\xba\x02\n\tStepBatch\x12\"\n\x07\x65nv_ids\x18\x01 \x01(\x0b\x32\x11.seed_rl.v1.Array\x12\"\n\x07run_ids\x18\x02 \x01(\x0b\x32\x11.seed_rl.v1.Array\x12!\n\x06reward\x18\x03 \x01(\x0b\x32\x11.seed_rl.v1.Array\x12\x1f\n\x04\x64one\x18\x04 \x01(\x0b\x32\x11.seed_rl.v1.Array\x12$\n\tabandoned\x18\x05 \x01(\x0b\x32\x11.seed_rl.v1.Array\x12\'\n\x0c\x65pisode_step\x18\x06 \x01(\x0b\x32\x11.seed_rl.v1.Array\x12%\n\nraw_reward\x18\x07 \x01(\x0b\x32\x11.seed_rl.v1.Array\x12+\n\x0bobservation\x18\x08 \x03(\x0b\x32\x16.seed_rl.v1.NamedArray\"1\n\x0b\x41\x63tionBatch\x12\"\n\x07\x61\x63tions\x18\x01 \x01(\x0b\x32\x11.seed_rl.v1.Array2\x91\x01\n\x07Learner\x12H\n\tHandshake\x12\x1c.seed_rl.v1.HandshakeRequest\x1a\x1d.seed_rl.v1.HandshakeResponse\x12<\n\x06Stream\x12\x15.seed_rl.v1.StepBatch\x1a\x17.seed_rl.v1.ActionBatch(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cseed_rl/protos/seed_rl.proto\x12\nseed_rl.v1\"3\n\x05\x41rray\x12\r\n\x05\x64type\x18\x01 \x01(\t\x12\r\n\x05shape\x18\x02 \x03(\x03\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"<\n\nNamedArray\x12\x0c\n\x04name\x18\x01 \x01(\t\x12 \n\x05\x61rray\x18\x02 \x01(\x0b\x32\x11.seed_rl.v1.Array\"_\n\tArraySpec\x12\r\n\x05shape\x18\x01 \x03(\x03\x12\r\n\x05\x64type\x18\x02 \x01(\t\x12\x12\n\nnum_values\x18\x03 \x01(\x03\x12\x0f\n\x07minimum\x18\x04 \x03(\x01\x12\x0f\n\x07maximum\x18\x05 \x03(\x01\"C\n\x0eNamedArraySpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12#\n\x04spec\x18\x02 \x01(\x0b\x32\x15.seed_rl.v1.ArraySpec\"N\n\x10HandshakeRequest\x12\x18\n\x10protocol_version\x18\x01 \x01(\x05\x12\x0c\n\x04task\x18\x02 \x01(\x05\x12\x12\n\nauth_token\x18\x03 \x01(\t\"\x92\x02\n\x11HandshakeResponse\x12\x18\n\x10protocol_version\x18\x01 \x01(\x05\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x10\n\x08num_envs\x18\x03 \x01(\x05\x12\x14\n\x0c\x65nv_id_begin\x18\x04 \x01(\x05\x12\x12\n\nenv_id_end\x18\x05 \x01(\x05\x12\x13\n\x0b\x63onfig_json\x18\x06 \x01(\t\x12\x34\n\x10observation_spec\x18\x07 \x03(\x0b\x32\x1a.seed_rl.v1.NamedArraySpec\x12*\n\x0b\x61\x63tion_spec\x18\x08 \x01(\x0b\x32\x15.seed_rl.v1.ArraySpec\x12\x1c\n\x14local_stream_address\x18\t \x01(\t\"\xba\x02\n\tStepBatch\x12\"\n\x07\x65nv_ids\x18\x01 \x01(\x0b\x32\x11.seed_rl.v1.Array\x12\"\n\x07run_ids\x18\x02 \x01(\x0b\x32\x11.seed_rl.v1.Array\x12!\n\x06reward\x18\x03 \x01(\x0b\x32\x11.seed_rl.v1.Array\x12\x1f\n\x04\x64one\x18\x04 \x01(\x0b\x32\x11.seed_rl.v1.Array\x12$\n\tabandoned\x18\x05 \x01(\x0b\x32\x11.seed_rl.v1.Array\x12\'\n\x0c\x65pisode_step\x18\x06 \x01(\x0b\x32\x11.seed_rl.v1.Array\x12%\n\nraw_reward\x18\x07 \x01(\x0b\x32\x11.seed_rl.v1.Array\x12+\n\x0bobservation\x18\x08 \x03(\x0b\x32\x16.seed_rl.v1.NamedArray\"1\n\x0b\x41\x63tionBatch\x12\"\n\x07\x61\x63tions\x18\x01 \x01(\x0b\x32\x11.seed_rl.v1.Array\"9\n\x0fLocalStreamOpen\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x12\n\nauth_token\x18\x02 \x01(\t\"=\n\x0cStreamStatus\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07\x64\x65tails\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\"r\n\x10LocalStreamReply\x12*\n\x07\x61\x63tions\x18\x01 \x01(\x0b\x32\x17.seed_rl.v1.ActionBatchH\x00\x12)\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x18.seed_rl.v1.StreamStatusH\x00\x42\x07\n\x05reply2\x91\x01\n\x07Learner\x12H\n\tHandshake\x12\x1c.seed_rl.v1.HandshakeRequest\x1a\x1d.seed_rl.v1.HandshakeResponse\x12<\n\x06Stream\x12\x15.seed_rl.v1.StepBatch\x1a\x17.seed_rl.v1.ActionBatch(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,11 +32,17 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _globals['_HANDSHAKEREQUEST']._serialized_start=325
   _globals['_HANDSHAKEREQUEST']._serialized_end=403
   _globals['_HANDSHAKERESPONSE']._serialized_start=406
-  _globals['_HANDSHAKERESPONSE']._serialized_end=650
-  _globals['_STEPBATCH']._serialized_start=653
-  _globals['_STEPBATCH']._serialized_end=967
-  _globals['_ACTIONBATCH']._serialized_start=969
-  _globals['_ACTIONBATCH']._serialized_end=1018
-  _globals['_LEARNER']._serialized_start=1021
-  _globals['_LEARNER']._serialized_end=1166
+  _globals['_HANDSHAKERESPONSE']._serialized_end=680
+  _globals['_STEPBATCH']._serialized_start=683
+  _globals['_STEPBATCH']._serialized_end=997
+  _globals['_ACTIONBATCH']._serialized_start=999
+  _globals['_ACTIONBATCH']._serialized_end=1048
+  _globals['_LOCALSTREAMOPEN']._serialized_start=1050
+  _globals['_LOCALSTREAMOPEN']._serialized_end=1107
+  _globals['_STREAMSTATUS']._serialized_start=1109
+  _globals['_STREAMSTATUS']._serialized_end=1170
+  _globals['_LOCALSTREAMREPLY']._serialized_start=1172
+  _globals['_LOCALSTREAMREPLY']._serialized_end=1286
+  _globals['_LEARNER']._serialized_start=1289
+  _globals['_LEARNER']._serialized_end=1434
 # @@protoc_insertion_point(module_scope)

@@ -56,7 +56,7 @@ class HandshakeRequest(_message.Message):
     def __init__(self, protocol_version: _Optional[int] = ..., task: _Optional[int] = ..., auth_token: _Optional[str] = ...) -> None: ...
 
 class HandshakeResponse(_message.Message):
-    __slots__ = ("protocol_version", "session_id", "num_envs", "env_id_begin", "env_id_end", "config_json", "observation_spec", "action_spec")
+    __slots__ = ("protocol_version", "session_id", "num_envs", "env_id_begin", "env_id_end", "config_json", "observation_spec", "action_spec", "local_stream_address")
     PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     NUM_ENVS_FIELD_NUMBER: _ClassVar[int]
@@ -65,6 +65,7 @@ class HandshakeResponse(_message.Message):
     CONFIG_JSON_FIELD_NUMBER: _ClassVar[int]
     OBSERVATION_SPEC_FIELD_NUMBER: _ClassVar[int]
     ACTION_SPEC_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_STREAM_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     protocol_version: int
     session_id: str
     num_envs: int
@@ -73,7 +74,8 @@ class HandshakeResponse(_message.Message):
     config_json: str
     observation_spec: _containers.RepeatedCompositeFieldContainer[NamedArraySpec]
     action_spec: ArraySpec
-    def __init__(self, protocol_version: _Optional[int] = ..., session_id: _Optional[str] = ..., num_envs: _Optional[int] = ..., env_id_begin: _Optional[int] = ..., env_id_end: _Optional[int] = ..., config_json: _Optional[str] = ..., observation_spec: _Optional[_Iterable[_Union[NamedArraySpec, _Mapping]]] = ..., action_spec: _Optional[_Union[ArraySpec, _Mapping]] = ...) -> None: ...
+    local_stream_address: str
+    def __init__(self, protocol_version: _Optional[int] = ..., session_id: _Optional[str] = ..., num_envs: _Optional[int] = ..., env_id_begin: _Optional[int] = ..., env_id_end: _Optional[int] = ..., config_json: _Optional[str] = ..., observation_spec: _Optional[_Iterable[_Union[NamedArraySpec, _Mapping]]] = ..., action_spec: _Optional[_Union[ArraySpec, _Mapping]] = ..., local_stream_address: _Optional[str] = ...) -> None: ...
 
 class StepBatch(_message.Message):
     __slots__ = ("env_ids", "run_ids", "reward", "done", "abandoned", "episode_step", "raw_reward", "observation")
@@ -100,3 +102,29 @@ class ActionBatch(_message.Message):
     ACTIONS_FIELD_NUMBER: _ClassVar[int]
     actions: Array
     def __init__(self, actions: _Optional[_Union[Array, _Mapping]] = ...) -> None: ...
+
+class LocalStreamOpen(_message.Message):
+    __slots__ = ("session_id", "auth_token")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    AUTH_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    auth_token: str
+    def __init__(self, session_id: _Optional[str] = ..., auth_token: _Optional[str] = ...) -> None: ...
+
+class StreamStatus(_message.Message):
+    __slots__ = ("code", "details", "reason")
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    code: int
+    details: str
+    reason: str
+    def __init__(self, code: _Optional[int] = ..., details: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class LocalStreamReply(_message.Message):
+    __slots__ = ("actions", "error")
+    ACTIONS_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    actions: ActionBatch
+    error: StreamStatus
+    def __init__(self, actions: _Optional[_Union[ActionBatch, _Mapping]] = ..., error: _Optional[_Union[StreamStatus, _Mapping]] = ...) -> None: ...

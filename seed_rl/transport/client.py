@@ -16,6 +16,7 @@ TensorFlow.
 from __future__ import annotations
 
 import collections
+import logging
 import queue
 import threading
 import time
@@ -40,12 +41,15 @@ from seed_rl.transport.errors import (
     TransportError,
     from_rpc_error,
 )
+from seed_rl.transport.local import LocalStream
 from seed_rl.types import ArraySpec, ObservationSpec, StepBatch
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = ["HandshakeInfo", "LearnerClient"]
+
+_log = logging.getLogger(__name__)
 
 _CHANNEL_OPTIONS = (
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -83,6 +87,8 @@ class HandshakeInfo(NamedTuple):
     """The observation spec the learner checks every message against (batch dimension excluded)."""
     action_spec: ArraySpec
     """The spec of one env's action."""
+    local_stream_address: str = ""
+    """The learner's same-host stream (seed_rl/transport/local.py), "" when it offers none."""
 
 
 class _Stream:
@@ -105,8 +111,14 @@ class _Stream:
     def send(self, message: pb.StepBatch) -> None:
         self._requests.put(message)
 
-    def receive(self) -> pb.ActionBatch:
-        return next(self._call)  # raises the call (a grpc.RpcError) when it fails
+    def receive(self, what: str) -> pb.ActionBatch:
+        """The next answer, or the TransportError that ended the stream."""
+        try:
+            return next(self._call)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e, what) from None
+        except StopIteration:
+            raise LearnerUnavailableError(f"{what} failed: the learner closed the stream") from None
 
     def close(self) -> None:
         self._call.cancel()
@@ -122,6 +134,8 @@ class LearnerClient:
       auth_token: the learner's shared secret, if it requires one.
       connect_timeout_s: how long :meth:`handshake` waits for the learner (None: forever, like the original).
       channel_credentials: ``grpc.ssl_channel_credentials(...)`` for TLS; None connects in plaintext.
+      local_stream: stream over the learner's same-host Unix socket when it offers one and this process can
+        reach it (same host and network namespace); otherwise, or with False, over the gRPC ``Stream``.
     """
 
     def __init__(
@@ -132,15 +146,18 @@ class LearnerClient:
         auth_token: str = "",
         connect_timeout_s: float | None = None,
         channel_credentials: grpc.ChannelCredentials | None = None,
+        local_stream: bool = True,
     ) -> None:
         self._address = address
         self._task = int(task)
         self._auth_token = auth_token
         self._connect_timeout_s = connect_timeout_s
         self._credentials = channel_credentials
+        self._local_stream = bool(local_stream)
+        self._unreachable_local: set[str] = set()  # local stream addresses this process cannot connect to
         self._channel: grpc.Channel | None = None
         self._stub: pb_grpc.LearnerStub | None = None
-        self._stream: _Stream | None = None
+        self._stream: _Stream | LocalStream | None = None
         self._info: HandshakeInfo | None = None
         self._step_lock = threading.Lock()
         self._outstanding: collections.deque[int] = collections.deque()  # rows of each unanswered step
@@ -211,6 +228,7 @@ class LearnerClient:
             config_json=response.config_json,
             observation_spec=codec.decode_observation_spec(response.observation_spec),
             action_spec=codec.decode_array_spec(response.action_spec, "action spec"),
+            local_stream_address=response.local_stream_address,
         )
         self._close_stream()  # a stream of an older session would be refused as superseded
         self._info = info
@@ -277,13 +295,10 @@ class LearnerClient:
         what = self._what()
         assert self._stream is not None
         try:
-            response = self._stream.receive()
-        except grpc.RpcError as e:
+            response = self._stream.receive(what)
+        except TransportError:
             self._close_stream()
-            raise from_rpc_error(e, what) from None
-        except StopIteration:
-            self._close_stream()
-            raise LearnerUnavailableError(f"{what} failed: the learner closed the stream") from None
+            raise
         try:
             actions = codec.decode_array(response.actions, "ActionBatch.actions")
         except ValueError as e:
@@ -337,8 +352,22 @@ class LearnerClient:
         self._channel = channel
         self._stub = pb_grpc.LearnerStub(channel)
 
-    def _open_stream(self) -> _Stream:
+    @property
+    def carrier(self) -> str:
+        """What the open stream runs on: "local" (the same-host Unix socket), "grpc", or "" (no stream open)."""
+        if self._stream is None:
+            return ""
+        return "local" if isinstance(self._stream, LocalStream) else "grpc"
+
+    def _open_stream(self) -> _Stream | LocalStream:
         assert self._stub is not None and self._info is not None
+        address = self._info.local_stream_address
+        if self._local_stream and address and address not in self._unreachable_local:
+            try:
+                return LocalStream(address, self._info.session_id, self._auth_token)
+            except OSError as e:  # another host or network namespace: nothing listens there
+                self._unreachable_local.add(address)
+                _log.info("the learner's local stream %s is not reachable (%s); streaming over gRPC", address, e)
         metadata: tuple[tuple[str, str], ...] = ((SESSION_METADATA_KEY, self._info.session_id),)
         if self._auth_token:
             metadata += ((TOKEN_METADATA_KEY, self._auth_token),)

@@ -31,6 +31,7 @@ __all__ = [
     "ProtocolMismatchError",
     "TransportError",
     "from_rpc_error",
+    "from_status",
     "status_code_of",
 ]
 
@@ -118,10 +119,22 @@ def from_rpc_error(error: grpc.RpcError, what: str) -> TransportError:
     """
     code = error.code() if callable(getattr(error, "code", None)) else None
     details = error.details() if callable(getattr(error, "details", None)) else str(error)
-    reason = _reason_of(error)
+    return from_status(code, details, _reason_of(error), what)
+
+
+def from_status(code: grpc.StatusCode | None, details: str, reason: str, what: str) -> TransportError:
+    """The :class:`TransportError` for a failed call's status (gRPC's, or one sent on the same-host stream)."""
     if reason in _RECONNECT_REASONS:
         cls: type[TransportError] = LearnerUnavailableError
     else:
         cls = _CODE_TO_ERROR.get(code, TransportError) if code is not None else TransportError
     code_name = code.name if code is not None else "UNKNOWN"
     return cls(f"{what} failed ({code_name}): {details}", code=code, reason=reason)
+
+
+_CODES_BY_NUMBER = {code.value[0]: code for code in grpc.StatusCode}
+
+
+def status_code_from_number(number: int) -> grpc.StatusCode:
+    """The gRPC status code with this number (UNKNOWN for a number gRPC does not define)."""
+    return _CODES_BY_NUMBER.get(number, grpc.StatusCode.UNKNOWN)

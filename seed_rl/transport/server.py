@@ -233,6 +233,10 @@ class _Core:
         self.inflight = 0
         self.inflight_cond = threading.Condition()
 
+    def set_local_stream_address(self, address: str) -> None:
+        """Offers the same-host stream at ``address`` in every later handshake."""
+        self._handshake_template.local_stream_address = address
+
     def add_inflight(self, n: int) -> None:
         with self.inflight_cond:
             self.inflight += n
@@ -505,6 +509,8 @@ class InferenceServer:
       max_workers: worker threads; each live stream holds one. Default: 2 per task + 8 (room for replacement
         actors whose predecessors' streams are still open, and for handshakes).
       server_credentials: ``grpc.ssl_server_credentials(...)`` to serve TLS; None serves plaintext.
+      local_stream: also serve the same-host stream (a Unix socket, seed_rl/transport/local.py) and offer it in
+        the handshake; actors on this host then skip gRPC's per-message cost. Linux only (ignored elsewhere).
     """
 
     def __init__(
@@ -523,6 +529,7 @@ class InferenceServer:
         auth_token: str = "",
         max_workers: int | None = None,
         server_credentials: grpc.ServerCredentials | None = None,
+        local_stream: bool = True,
     ) -> None:
         if num_envs < 1 or env_batch_size < 1:
             raise ValueError(
@@ -549,6 +556,8 @@ class InferenceServer:
         num_tasks = self._num_envs // self._env_batch_size
         self._max_workers = max_workers or 2 * num_tasks + 8
         self._credentials = server_credentials
+        self._local_stream = bool(local_stream)
+        self._local: Any = None  # the LocalStreamServer while serving
         self._server: grpc.Server | None = None
         self._core: _Core | None = None
         self._servicer: _Servicer | None = None
@@ -597,10 +606,25 @@ class InferenceServer:
         if port == 0:
             batcher.stop()
             raise OSError(f"cannot listen on {self._address} (address in use or invalid)")
+        if self._local_stream:
+            from seed_rl.transport import local  # imports this module
+
+            if local.local_stream_supported():
+                self._local = local.LocalStreamServer(core)
+                core.set_local_stream_address(self._local.address)
         server.start()
         self._server, self._core, self._servicer, self._port = server, core, servicer, port
-        _log.info("inference server listening on port %d", port)
+        _log.info(
+            "inference server listening on port %d%s",
+            port,
+            f" and {self._local.address}" if self._local is not None else "",
+        )
         return port
+
+    @property
+    def local_stream_address(self) -> str:
+        """The same-host stream's address offered in the handshake ("" when none is served)."""
+        return self._local.address if self._local is not None else ""
 
     def stop(self, grace: float | None = None) -> None:
         """Stops serving. Calls waiting for actions, and every later call, fail with UNAVAILABLE ("learner is
@@ -620,6 +644,9 @@ class InferenceServer:
         ):  # let the failed calls hand their status to gRPC before it cancels the rest
             core.inflight_cond.wait_for(lambda: core.inflight == 0, timeout=1.0)
         server.stop(_DEFAULT_GRACE_S if grace is None else grace).wait()
+        if self._local is not None:
+            self._local.stop()
+            self._local = None
         self._server = None
 
     def stats(self) -> dict[str, float]:
@@ -631,7 +658,9 @@ class InferenceServer:
         out["messages_total"] = core.counters["messages"]
         out["rejected_messages_total"] = core.counters["rejected_messages"]
         out["handshakes_total"] = core.counters["handshakes"]
-        out["active_streams"] = self._servicer.active_streams if self._servicer else 0
+        out["active_streams"] = (self._servicer.active_streams if self._servicer else 0) + (
+            self._local.active_streams if self._local is not None else 0
+        )
         return out
 
     def __enter__(self) -> Self:

@@ -38,7 +38,7 @@ class Recorder:
             return [r for r in self.rows if r[0] == env_id]
 
 
-def _server(env_name, handler, env_batch_size=2, num_actors=1, actor_env_groups=2):
+def _server(env_name, handler, env_batch_size=2, num_actors=1, actor_env_groups=2, local_stream=True):
     config = Config(env=EnvConfig(family="test", name=env_name),
                     run=RunConfig(num_actors=num_actors, env_batch_size=env_batch_size,
                                   actor_env_groups=actor_env_groups))
@@ -46,7 +46,7 @@ def _server(env_name, handler, env_batch_size=2, num_actors=1, actor_env_groups=
     server = InferenceServer("127.0.0.1:0", handler, num_envs=num_actors * env_batch_size,
                              env_batch_size=env_batch_size, observation_spec=obs_spec, action_spec=act_spec,
                              config_json=config.to_json(), inference_batch_size=env_batch_size,
-                             max_batch_wait_ms=1.0)
+                             max_batch_wait_ms=1.0, local_stream=local_stream)
     port = server.start()
     return server, f"127.0.0.1:{port}"
 
@@ -94,13 +94,15 @@ def test_truncation_uses_the_two_message_protocol():
     ]
 
 
+@pytest.mark.parametrize("local_stream", [True, False], ids=["local", "grpc"])
 @pytest.mark.parametrize("groups", [1, 2, 3])
-def test_env_groups_keep_every_envs_sequence_and_send_one_message_per_group_step(groups):
+def test_env_groups_keep_every_envs_sequence_and_send_one_message_per_group_step(groups, local_stream):
     """Double buffering (actor_env_groups): each group of envs has its own message in flight; every env sees
-    exactly the same sequence as in the lockstep loop, and the truncation protocol still holds."""
+    exactly the same sequence as in the lockstep loop, and the truncation protocol still holds; over the
+    same-host stream and over gRPC (an actor on another host)."""
     rec = Recorder()
     server, address = _server("truncating:length=2,num_actions=2", rec, env_batch_size=4,
-                              actor_env_groups=groups)
+                              actor_env_groups=groups, local_stream=local_stream)
     try:
         actor = _run_actor(address, steps=6)
         messages = server.stats()["messages_total"]

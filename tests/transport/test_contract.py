@@ -38,7 +38,7 @@ from seed_rl.transport import (
     ProtocolMismatchError,
     TransportError,
 )
-from seed_rl.transport.errors import from_rpc_error
+from seed_rl.transport.errors import from_rpc_error, from_status, status_code_from_number
 from seed_rl.types import ArraySpec, EnvOutput, StepBatch
 
 pytestmark = pytest.mark.timeout(60)
@@ -130,13 +130,19 @@ def wait_until(predicate, what: str, timeout: float = LIVENESS_S) -> None:
         time.sleep(0.005)
 
 
-@pytest.fixture
-def cluster():
-    """Factory for servers and clients on 127.0.0.1:0, all stopped/closed at teardown."""
+@pytest.fixture(params=["local", "grpc"])
+def cluster(request):
+    """Factory for servers and clients on 127.0.0.1:0, all stopped/closed at teardown.
+
+    Every test runs twice: its clients stream over the same-host Unix socket ("local") and over the gRPC
+    ``Stream`` ("grpc"); the servers offer both, as the learner does.
+    """
     servers: list[InferenceServer] = []
     clients: list[LearnerClient] = []
 
     class Cluster:
+        carrier = request.param
+
         def server(self, handler=None, **overrides) -> InferenceServer:
             kwargs = {
                 "num_envs": 8,
@@ -159,6 +165,7 @@ def cluster():
         ) -> LearnerClient:
             port = server_or_port if isinstance(server_or_port, int) else server_or_port.port
             kwargs.setdefault("connect_timeout_s", LIVENESS_S)
+            kwargs.setdefault("local_stream", self.carrier == "local")
             client = LearnerClient(f"127.0.0.1:{port}", task, **kwargs)
             clients.append(client)
             if handshake:
@@ -172,8 +179,12 @@ def cluster():
         server.stop()
 
 
-def raw_stream(port: int, metadata, messages) -> TransportError:
-    """Sends raw StepBatch messages on a fresh stream; returns the error the stream ends with."""
+def raw_stream(server_or_port, metadata, messages, carrier: str = "grpc") -> TransportError:
+    """Sends raw StepBatch messages (or, on the local stream, raw frames of bytes) on a fresh stream; returns the
+    error the stream ends with."""
+    if carrier == "local":
+        return raw_local_stream(server_or_port.local_stream_address, dict(metadata), messages)
+    port = server_or_port if isinstance(server_or_port, int) else server_or_port.port
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
         call = pb_grpc.LearnerStub(channel).Stream(
             iter(messages), metadata=metadata, timeout=LIVENESS_S
@@ -184,6 +195,36 @@ def raw_stream(port: int, metadata, messages) -> TransportError:
         except grpc.RpcError as e:
             return from_rpc_error(e, "raw stream")
     raise AssertionError("the stream ended without an error")
+
+
+def raw_local_stream(address: str, metadata: dict, messages) -> TransportError:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(LIVENESS_S)
+    sock.connect(b"\0" + address.split(":", 1)[1].encode())
+    opening = pb.LocalStreamOpen(
+        session_id=metadata.get(SESSION_METADATA_KEY, ""),
+        auth_token=metadata.get(TOKEN_METADATA_KEY, ""),
+    )
+    frames = [opening.SerializeToString()] + [
+        m if isinstance(m, bytes) else m.SerializeToString() for m in messages
+    ]
+    try:
+        for frame in frames:
+            sock.sendall(len(frame).to_bytes(4, "little") + frame)
+        reader = sock.makefile("rb")
+        while True:
+            header = reader.read(4)
+            assert len(header) == 4, "the local stream ended without an error reply"
+            reply = pb.LocalStreamReply.FromString(reader.read(int.from_bytes(header, "little")))
+            if reply.HasField("error"):
+                return from_status(
+                    status_code_from_number(reply.error.code),
+                    reply.error.details,
+                    reply.error.reason,
+                    "raw local stream",
+                )
+    finally:
+        sock.close()
 
 
 def raw_handshake(port: int, **fields) -> pb.HandshakeResponse | TransportError:
@@ -200,6 +241,7 @@ def assert_server_still_serves(cluster, server, handler: Handler, task: int = 3)
     ids = [2 * task, 2 * task + 1]
     actions = client.step(make_step(ids, step=5, run_id=77))
     assert actions.tolist() == expected_actions(ids, 5)
+    assert client.carrier == cluster.carrier
     assert BAD_RUN_ID not in handler.seen_run_ids()
 
 
@@ -277,7 +319,7 @@ def test_auth_token_is_required_on_handshake_and_stream(cluster):
     # The session id alone is not enough: the stream needs the token too.
     metadata = ((SESSION_METADATA_KEY, good.info.session_id), (TOKEN_METADATA_KEY, "guess"))
     bad = make_step([0, 1], run_id=BAD_RUN_ID)
-    error = raw_stream(server.port, metadata, [codec.encode_step_batch(bad)])
+    error = raw_stream(server, metadata, [codec.encode_step_batch(bad)], cluster.carrier)
     assert isinstance(error, AuthenticationError)
     assert BAD_RUN_ID not in handler.seen_run_ids()
 
@@ -486,7 +528,7 @@ def test_malformed_message_is_refused_and_the_server_keeps_serving(cluster, corr
     session = cluster.client(server, task=0).info.session_id
     message = _good_message()
     corrupt(message)
-    error = raw_stream(server.port, ((SESSION_METADATA_KEY, session),), [message])
+    error = raw_stream(server, ((SESSION_METADATA_KEY, session),), [message], cluster.carrier)
     assert isinstance(error, InvalidRequestError), error
     assert error.code == grpc.StatusCode.INVALID_ARGUMENT
     assert re.search(match, str(error)), str(error)
@@ -565,7 +607,7 @@ def test_bad_message_mid_stream_touches_no_other_env(cluster):
 def test_stream_before_handshake_is_refused(cluster):
     handler = Handler()
     server = cluster.server(handler)
-    error = raw_stream(server.port, (), [_good_message()])
+    error = raw_stream(server, (), [_good_message()], cluster.carrier)
     assert isinstance(error, ProtocolMismatchError)
     assert "call Handshake first" in str(error) and error.reason == "missing-session"
     client = cluster.client(server, task=0, handshake=False)
@@ -578,7 +620,7 @@ def test_unknown_session_asks_for_a_new_handshake_as_unavailable(cluster):
     # A learner that restarted does not know the actor's session: reconnecting fixes it.
     handler = Handler()
     server = cluster.server(handler)
-    error = raw_stream(server.port, ((SESSION_METADATA_KEY, "f" * 32),), [_good_message()])
+    error = raw_stream(server, ((SESSION_METADATA_KEY, "f" * 32),), [_good_message()], cluster.carrier)
     assert isinstance(error, LearnerUnavailableError)
     assert error.code == grpc.StatusCode.FAILED_PRECONDITION
     assert "unknown session" in str(error) and "call Handshake first" in str(error)
@@ -755,6 +797,97 @@ def test_large_messages_pass(cluster):
     assert client.step(
         make_step([0, 1], step=2, observation=observation)
     ).tolist() == expected_actions([0, 1], 2)
+
+
+# ------------------------------------------------------------------------------------- same-host stream
+
+
+def test_the_handshake_offers_the_local_stream_and_clients_use_it(cluster):
+    server = cluster.server()
+    client = cluster.client(server, task=0)
+    assert client.info.local_stream_address == server.local_stream_address
+    assert server.local_stream_address.startswith("unix-abstract:seed_rl-")
+    client.step(make_step([0, 1]))
+    assert client.carrier == cluster.carrier
+    assert server.stats()["active_streams"] == 1
+
+
+def test_no_local_stream_when_the_server_offers_none(cluster):
+    server = cluster.server(local_stream=False)
+    client = cluster.client(server, task=0, local_stream=True)
+    assert client.info.local_stream_address == "" and server.local_stream_address == ""
+    assert client.step(make_step([0, 1], step=3)).tolist() == expected_actions([0, 1], 3)
+    assert client.carrier == "grpc"
+
+
+def test_an_unreachable_local_stream_falls_back_to_grpc(cluster):
+    # An actor on another host cannot connect to the learner's abstract socket: it streams over gRPC.
+    server = cluster.server()
+    client = cluster.client(server, task=0, local_stream=True)
+    client._info = client.info._replace(local_stream_address="unix-abstract:seed_rl-nobody-listens-here")
+    assert client.step(make_step([0, 1], step=2)).tolist() == expected_actions([0, 1], 2)
+    assert client.carrier == "grpc"
+
+
+@pytest.mark.parametrize(
+    "frames, match",
+    [
+        ([b"\xff\xff\xff"], r"not a valid serialized message"),
+        ([b"\x08\x01" * 3], r"StepBatch\.env_ids: missing"),  # decodes, as a message without fields
+    ],
+    ids=["truncated", "empty"],
+)
+def test_undecodable_local_frames_are_refused(cluster, frames, match):
+    handler = Handler()
+    server = cluster.server(handler)
+    session = cluster.client(server, task=0).info.session_id
+    error = raw_local_stream(server.local_stream_address, {SESSION_METADATA_KEY: session}, frames)
+    assert isinstance(error, InvalidRequestError), error
+    assert re.search(match, str(error)), str(error)
+    assert_server_still_serves(cluster, server, handler)
+
+
+def test_local_stream_opening_is_checked(cluster):
+    handler = Handler()
+    server = cluster.server(handler, auth_token="s3cret")
+    good = cluster.client(server, task=0, auth_token="s3cret")
+    address = server.local_stream_address
+    step = [codec.encode_step_batch(make_step([0, 1], run_id=BAD_RUN_ID))]
+    error = raw_local_stream(address, {SESSION_METADATA_KEY: good.info.session_id}, step)
+    assert isinstance(error, AuthenticationError), error
+    error = raw_local_stream(address, {TOKEN_METADATA_KEY: "s3cret"}, step)
+    assert isinstance(error, ProtocolMismatchError) and error.reason == "missing-session", error
+    # A first frame that is not a LocalStreamOpen at all.
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(LIVENESS_S)
+    sock.connect(b"\0" + address.split(":", 1)[1].encode())
+    sock.sendall((2**31).to_bytes(4, "little"))
+    reader = sock.makefile("rb")
+    reply = pb.LocalStreamReply.FromString(reader.read(int.from_bytes(reader.read(4), "little")))
+    sock.close()
+    assert reply.error.reason == "invalid-message" and "LocalStreamOpen" in reply.error.details
+    assert BAD_RUN_ID not in handler.seen_run_ids()
+    assert good.step(make_step([0, 1], step=1)).tolist() == expected_actions([0, 1], 1)
+
+
+def test_local_stream_survives_a_learner_restart_on_the_same_port(cluster):
+    handler = Handler()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = cluster.server(handler, address=f"127.0.0.1:{port}")
+    client = cluster.client(server, task=0)
+    client.step(make_step([0, 1]))
+    old_address = server.local_stream_address
+    server.stop()
+    with pytest.raises(LearnerUnavailableError):
+        client.step(make_step([0, 1], step=1))
+    server.start()  # same port, a new local stream address
+    assert server.local_stream_address != old_address
+    info = client.reconnect()
+    assert info.local_stream_address == server.local_stream_address
+    assert client.step(make_step([0, 1], step=0, run_id=2)).tolist() == expected_actions([0, 1], 0)
+    assert client.carrier == cluster.carrier
 
 
 # ------------------------------------------------------------------------------------------------- TLS
