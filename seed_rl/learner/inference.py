@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import numpy as np
 import tensorflow as tf
 
 from seed_rl.learner import specs as specs_lib
@@ -44,6 +45,74 @@ class InferenceOutput(NamedTuple):
     """int32 [R]: envs seen with a new run id in this step."""
     frames: Any
     """int64 scalar: environment frames this step represents."""
+
+
+def _flat_caller(concrete):
+    """``call(flat_tensors) -> structured outputs`` for a concrete function with a fixed signature.
+
+    The public call binds its arguments to the signature (nest flattening, shape and dtype checks) in Python,
+    ~0.3 ms per call on a CPU core, which the inference step, called thousands of times per second with tensors
+    of the right specs, does not need. It calls the function's graph directly when this TensorFlow has the
+    internal entry point (TF >= 2.15), else the public call.
+    """
+    def public(flat):
+        return concrete(*tf.nest.pack_sequence_as(concrete.structured_input_signature[0], flat))
+
+    atomic = getattr(concrete, "_inference_function", None)
+    structure = concrete.structured_outputs
+    leaves = tf.nest.flatten(structure, expand_composites=True)
+    if (atomic is None or not callable(getattr(atomic, "call_flat", None))
+            or any(leaf is None for leaf in leaves)):
+        return public
+    captured = list(concrete.captured_inputs)
+    pack = _packer(structure)
+
+    def call(flat):
+        outputs = atomic.call_flat(*flat, *captured)
+        if len(outputs) != len(leaves):  # the step has run (and changed its tables): it cannot be retried
+            raise RuntimeError(
+                f"seed_rl: TensorFlow {tf.__version__} returned {len(outputs)} outputs for the inference step's "
+                f"{len(leaves)}; its internal call convention changed (seed_rl/learner/inference.py _flat_caller)")
+        return pack(outputs)
+
+    return call
+
+
+def _packer(structure):
+    """A function ``flat list -> structure``, the inverse of ``tf.nest.flatten``, built once for ``structure``.
+
+    ``tf.nest.pack_sequence_as`` walks the structure again on every call (~0.3 ms for the inference step's outputs
+    on a CPU core). Handles what the inference step returns (namedtuples, tuples, lists, dicts, leaves) and falls
+    back to ``tf.nest`` for anything else.
+    """
+    position = [0]
+
+    def build(node):
+        if isinstance(node, tuple) and hasattr(node, "_fields"):
+            parts = [build(x) for x in node]
+            cls = type(node)
+            return lambda flat: cls(*[part(flat) for part in parts])
+        if isinstance(node, (tuple, list)):
+            parts = [build(x) for x in node]
+            cls = type(node)
+            return lambda flat: cls(part(flat) for part in parts)
+        if isinstance(node, dict):
+            keys = sorted(node)  # tf.nest's order
+            parts = [build(node[k]) for k in keys]
+            return lambda flat: dict(zip(keys, (part(flat) for part in parts)))
+        if tf.nest.is_nested(node):
+            raise TypeError(type(node))
+        i = position[0]
+        position[0] += 1
+        return lambda flat: flat[i]
+
+    try:
+        fast = build(structure)
+    except TypeError:
+        return lambda flat: tf.nest.pack_sequence_as(structure, flat, expand_composites=True)
+    if position[0] != len(tf.nest.flatten(structure, expand_composites=True)):
+        return lambda flat: tf.nest.pack_sequence_as(structure, flat, expand_composites=True)
+    return fast
 
 
 def _where_rows(mask, a, b):
@@ -80,25 +149,32 @@ class InferenceStep(tf.Module):
         # first step, whatever the overlap (the original stored the state of position `burn_in` instead).
         step_spec = (action_spec, env_spec, agent_output_spec, tf.TensorSpec([], tf.int64), state_spec)
         self.store = UnrollStore(num_envs, unroll_length, step_spec, num_overlapping_steps)
-        self.input_signature = (
-            tf.TensorSpec([None], tf.int32),
-            tf.TensorSpec([None], tf.int64),
-            specs_lib.env_output_spec(observation_spec),
-            tf.TensorSpec([None], tf.float32),
-        )
-        self._compiled = tf.function(self._step, input_signature=self.input_signature)
-        self._concrete = None
-        self._flat_dtypes = [s.dtype for s in tf.nest.flatten(self.input_signature)]
+        # The compiled step takes the per-env scalars packed into two arrays (ids, run ids, episode step, done,
+        # abandoned as int64; reward, raw reward as float32) plus the observation leaves: each tensor handed to a
+        # TF function costs tens of microseconds of Python on a CPU core, more than a small network's ops.
+        self._observation_spec = specs_lib.observation_tensor_spec(observation_spec)
+        self._observation_dtypes = [s.dtype.as_numpy_dtype for s in tf.nest.flatten(self._observation_spec)]
+        self.input_signature = (tf.TensorSpec([None, 5], tf.int64), tf.TensorSpec([None, 2], tf.float32),
+                                self._observation_spec)
+        self._compiled = tf.function(self._packed_step, input_signature=self.input_signature)
+        self._call = None
 
     def __call__(self, env_ids, run_ids, env_outputs: EnvOutput, raw_rewards) -> InferenceOutput:
-        # The concrete function called with tensors: a tf.function called with numpy arrays spends more time
-        # converting and matching its arguments (~2 ms per call on a CPU core) than a small network takes to run.
-        if self._concrete is None:
-            self._concrete = self._compiled.get_concrete_function(*self.input_signature)
-        args = (env_ids, run_ids, env_outputs, raw_rewards)
-        flat = [x if isinstance(x, tf.Tensor) else tf.constant(x, dtype)
-                for x, dtype in zip(tf.nest.flatten(args), self._flat_dtypes)]
-        return self._concrete(*tf.nest.pack_sequence_as(args, flat))
+        """One inference step over n rows (numpy arrays or tensors): see the module docstring."""
+        if self._call is None:
+            self._call = _flat_caller(self._compiled.get_concrete_function(*self.input_signature))
+        ints = np.stack([np.asarray(env_ids), np.asarray(run_ids), np.asarray(env_outputs.episode_step),
+                         np.asarray(env_outputs.done), np.asarray(env_outputs.abandoned)], axis=1).astype(np.int64)
+        floats = np.stack([np.asarray(env_outputs.reward), np.asarray(raw_rewards)], axis=1).astype(np.float32)
+        observations = [np.asarray(x, dtype) for x, dtype in
+                        zip(tf.nest.flatten(env_outputs.observation), self._observation_dtypes)]
+        return self._call([tf.constant(ints), tf.constant(floats), *map(tf.constant, observations)])
+
+    def _packed_step(self, ints, floats, observation):
+        env_outputs = EnvOutput(reward=floats[:, 0], done=tf.cast(ints[:, 3], tf.bool), observation=observation,
+                                abandoned=tf.cast(ints[:, 4], tf.bool),
+                                episode_step=tf.cast(ints[:, 2], tf.int32))
+        return self._step(tf.cast(ints[:, 0], tf.int32), ints[:, 1], env_outputs, floats[:, 1])
 
     def _step(self, env_ids, run_ids, env_outputs: EnvOutput, raw_rewards):
         n = tf.shape(env_ids)[0]

@@ -136,3 +136,34 @@ def test_eval_envs_act_and_finish_episodes_but_never_enter_unrolls():
         assert 2 not in out.completed_env_ids.numpy().tolist()
         assert len(out.actions.numpy()) == 3
     assert out.finished_env_ids.numpy().tolist() == [0, 1, 2]
+
+
+class _Pair(NamedTuple):
+    a: object
+    b: object
+
+
+def test_packer_is_the_inverse_of_tf_nest_flatten():
+    from seed_rl.learner.inference import _packer
+
+    structure = _Pair(a={"z": 1, "b": (2, [3, 4])}, b=_Pair(a=(), b=5))
+    flat = tf.nest.flatten(structure)
+    assert flat == [2, 3, 4, 1, 5]  # dicts flatten in sorted key order
+    packed = _packer(structure)([10 * x for x in flat])
+    assert packed == tf.nest.map_structure(lambda x: 10 * x, structure)
+    assert type(packed.b) is _Pair and type(packed.a["b"][1]) is list
+
+
+def test_the_direct_call_gives_what_the_public_call_gives():
+    """InferenceStep calls its graph through TensorFlow's internal flat entry point; two identical steps, one
+    through it and one through the concrete function's public call, return the same structure and values."""
+    fast, slow = make(num_envs=2, unroll_length=1), make(num_envs=2, unroll_length=1)
+    concrete = slow._compiled.get_concrete_function(*slow.input_signature)
+    slow._call = lambda flat: concrete(*flat[:2], flat[2])
+    for k, obs in enumerate(([1, 2], [3, 4], [5, 6])):
+        a = step(fast, [0, 1], [1, 1], obs, done=[k == 2, False])
+        b = step(slow, [0, 1], [1, 1], obs, done=[k == 2, False])
+        tf.nest.assert_same_structure(a, b)
+        for x, y in zip(tf.nest.flatten(a), tf.nest.flatten(b)):
+            np.testing.assert_array_equal(x.numpy(), y.numpy())
+    assert fast._call.__qualname__.startswith("_flat_caller.<locals>.call")  # the direct path was taken
