@@ -11,6 +11,9 @@
   hands each actor its actions. A bad message aborts only its own stream (INVALID_ARGUMENT); nothing of it
   reaches the handler.
 
+Actors on the learner's host may send their ``Stream`` messages over a Unix socket instead
+(seed_rl/transport/local.py, offered in the handshake); they go through the same ``_Core``.
+
 Every error is a gRPC status whose details say what to do, plus a short reason in the trailing metadata key
 ``seed-rl-reason``; the table is in docs/transport.md. Imports no TensorFlow.
 """
