@@ -8,9 +8,10 @@
             actions = client.step(step_batch)   # one message up, one down
 
 When the learner offers a same-host stream (seed_rl/transport/local.py) and this process can reach it, the steps go
-over that Unix socket; otherwise over the gRPC stream. Every failure, on either, surfaces as a :class:`~seed_rl.transport.errors.TransportError` subclass carrying the learner's message. The reconnection policy belongs to the actor: on :class:`LearnerUnavailableError` it recreates its
-environments, draws new run ids and connects again (a new client, or :meth:`LearnerClient.reconnect`). Imports no
-TensorFlow.
+over that Unix socket; otherwise over the gRPC stream. Every failure, on either, surfaces as a
+:class:`~seed_rl.transport.errors.TransportError` subclass carrying the learner's message. The reconnection policy
+belongs to the actor: on :class:`LearnerUnavailableError` it recreates its environments, draws new run ids and
+connects again (a new client, or :meth:`LearnerClient.reconnect`). Imports no TensorFlow.
 """
 
 from __future__ import annotations
