@@ -207,7 +207,7 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _run_actor(fv: flags.FlagValues) -> int:
-    from seed_rl.actors.actor import Actor
+    from seed_rl.actors.actor import LAUNCHER_PID_ENV, Actor, stop_with_parent
     from seed_rl.transport.errors import TransportError
 
     actor = Actor(fv["server_address"].value, fv["task"].value, auth_token=fv["auth_token"].value,
@@ -215,6 +215,9 @@ def _run_actor(fv: flags.FlagValues) -> int:
     import signal
 
     signal.signal(signal.SIGTERM, lambda *_: actor.stop())
+    launcher_pid = os.environ.get(LAUNCHER_PID_ENV)
+    if launcher_pid:
+        stop_with_parent(actor, int(launcher_pid))
     try:
         actor.run()
     except TransportError as e:  # version/spec mismatch, bad task, wrong token: retrying cannot help

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import os
 import threading
 import time
 from typing import Any, List, Optional
@@ -244,6 +245,29 @@ class Actor:
                     slot.observation, _ = slot.env.reset()
                     slot.episode_step = 0
         return truncated
+
+
+LAUNCHER_PID_ENV = "SEED_RL_LAUNCHER_PID"
+"""Set by the local launcher in each actor process's environment: the launcher's pid (see stop_with_parent)."""
+
+
+def stop_with_parent(actor: Actor, parent_pid: int, poll_s: float = 0.5, grace_s: float = 10.0) -> threading.Thread:
+    """Stops ``actor`` when this process's parent (``parent_pid``, the launcher) is gone, whatever killed it.
+
+    An orphan is re-parented, so ``os.getppid()`` changes. The actor gets ``grace_s`` to stop on its own; then the
+    process exits with status 1.
+    """
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(poll_s)
+        log.warning("actor %d: the launcher (pid %d) is gone; stopping", actor.task, parent_pid)
+        actor.stop()
+        time.sleep(grace_s)
+        os._exit(1)
+
+    thread = threading.Thread(target=watch, name="launcher-watch", daemon=True)
+    thread.start()
+    return thread
 
 
 def run_actor(server_address: str, task: int, auth_token: str = "", connect_timeout_s: Optional[float] = None,

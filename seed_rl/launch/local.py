@@ -21,17 +21,6 @@ from seed_rl.config import Config, replace
 log = logging.getLogger("seed_rl.launch")
 
 
-def _set_parent_death_signal() -> None:  # pragma: no cover - runs in the child
-    """Ask Linux to SIGTERM the actor if the launcher dies without cleaning up."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
-
-
 class LocalRun:
     """Learner in this process, actors as subprocesses (``actor_mode='process'``) or threads (``'thread'``)."""
 
@@ -64,8 +53,12 @@ class LocalRun:
 
     def _start_actor(self, task: int) -> None:
         if self.actor_mode == "process":
+            from seed_rl.actors.actor import LAUNCHER_PID_ENV
+
+            # The actor watches this pid and stops when the launcher is gone (even after SIGKILL). No
+            # preexec_fn: it is unsafe in a process with threads (the learner has many) and forces fork().
             proc = subprocess.Popen(self._actor_command(task), start_new_session=True,
-                                    preexec_fn=_set_parent_death_signal)
+                                    env={**os.environ, LAUNCHER_PID_ENV: str(os.getpid())})
             print(f"seed_rl launcher: started actor {task} (pid {proc.pid})", flush=True)
             self.processes[task] = proc
         else:

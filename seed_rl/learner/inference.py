@@ -84,8 +84,9 @@ def _inline_executor():
     TensorFlow's default executor hands every op of a function to its inter-op thread pool; for the inference
     step's many tiny ops on a CPU learner the hand-offs cost more than the ops (CPU per call of Learner._handle on
     the tiny Pong network: 1.34 -> 1.11 ms, and the pool threads' wake-ups disappear from the loop). The
-    single-threaded executor supports what the inference step uses (functional control flow included), but not
-    every device, so it is used only when TensorFlow sees no GPU or TPU.
+    single-threaded executor refuses graphs with low-level control flow (an LSTM's scan, as in R2D2's network),
+    which then fall back to the default executor at their first call, and not every device supports it, so it is
+    used only when TensorFlow sees no GPU or TPU.
     """
     try:
         from tensorflow.python.eager import context
@@ -107,15 +108,18 @@ def _packer(structure):
     position = [0]
 
     def build(node):
+        # TensorFlow's tracking wraps tuples and lists that a Keras layer returns (e.g. an LSTM state); the
+        # packer returns the plain container.
+        node = getattr(node, "__wrapped__", node)
         if isinstance(node, tuple) and hasattr(node, "_fields"):
             parts = [build(x) for x in node]
             cls = type(node)
             return lambda flat: cls(*[part(flat) for part in parts])
-        if isinstance(node, (tuple, list)):
+        if type(node) in (tuple, list):
             parts = [build(x) for x in node]
             cls = type(node)
-            return lambda flat: cls(part(flat) for part in parts)
-        if isinstance(node, dict):
+            return lambda flat: cls([part(flat) for part in parts])
+        if type(node) is dict:
             keys = sorted(node)  # tf.nest's order
             parts = [build(node[k]) for k in keys]
             return lambda flat: dict(zip(keys, (part(flat) for part in parts)))
@@ -191,7 +195,15 @@ class InferenceStep(tf.Module):
         flat = [tf.constant(ints), tf.constant(floats), *map(tf.constant, observations)]
         if self._executor is None:
             return self._call(flat)
-        with self._executor():
+        try:
+            with self._executor():
+                return self._call(flat)
+        except tf.errors.FailedPreconditionError as e:
+            # Refused when the executor is created, before any op runs: the graph has low-level control flow
+            # (e.g. the scan of an LSTM unroll). The default executor from now on.
+            if "ingle-threaded executor" not in str(e):
+                raise
+            self._executor = None
             return self._call(flat)
 
     def _packed_step(self, ints, floats, observation):

@@ -41,6 +41,9 @@ from seed_rl.types import EnvOutput, StepBatch
 
 log = logging.getLogger("seed_rl.learner")
 
+MAX_CONSECUTIVE_INFERENCE_FAILURES = 50
+"""The learner stops (run() raises) after this many inference batches in a row failed."""
+
 
 def frames_per_train_step(config: Config) -> int:
     """Environment frames one train step accounts for (the original's ``iter_frame_ratio``): the unrolls it
@@ -126,6 +129,8 @@ class Learner:
         self._episodes: collections.deque = collections.deque()
         self._metrics = summaries_lib.MetricAccumulator()
         self._train_error: Optional[BaseException] = None
+        self._inference_error: Optional[BaseException] = None
+        self._inference_failures = 0  # consecutive failed inference batches
         self._last_priorities: Optional[np.ndarray] = None
         self._start_time = time.time()
         self._last_checkpoint = time.monotonic()
@@ -155,7 +160,17 @@ class Learner:
 
     # -- inference (batcher thread) ------------------------------------------------------------------------
     def _handle(self, batch: StepBatch) -> np.ndarray:
-        out = self.inference(batch.env_ids, batch.run_ids, batch.env_outputs, batch.raw_rewards)
+        try:
+            out = self.inference(batch.env_ids, batch.run_ids, batch.env_outputs, batch.raw_rewards)
+        except Exception as e:
+            # One failed batch is reported to its actors and training goes on; a step that fails every time
+            # is a bug that no actor restart fixes, so the learner stops with it instead of serving errors forever.
+            self._inference_failures += 1
+            if self._inference_failures >= MAX_CONSECUTIVE_INFERENCE_FAILURES and self._inference_error is None:
+                self._inference_error = e
+                self._stop.set()
+            raise
+        self._inference_failures = 0
         frames = int(out.frames.numpy())
         with self._lock:
             self.env_frames += frames
@@ -261,6 +276,10 @@ class Learner:
             self._shutdown()
         if self._train_error is not None:
             raise RuntimeError("the training thread failed") from self._train_error
+        if self._inference_error is not None:
+            raise RuntimeError(
+                f"the inference step failed {MAX_CONSECUTIVE_INFERENCE_FAILURES} times in a row: "
+                f"{type(self._inference_error).__name__}: {self._inference_error}") from self._inference_error
 
     @property
     def _report_eval(self) -> bool:

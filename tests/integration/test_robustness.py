@@ -60,6 +60,23 @@ def test_ctrl_c_stops_every_process_and_saves_a_checkpoint(tmp_path):
     assert os.path.isdir(os.path.join(logdir, "checkpoints"))
 
 
+def test_actors_stop_when_the_launcher_is_killed(tmp_path):
+    # SIGKILL gives the launcher no chance to clean up: each actor notices that its parent is gone and exits.
+    proc = TrainProcess(str(tmp_path / "run"), *SMALL, "--total_environment_frames=100000000")
+    try:
+        proc.wait_for(r"learner steps\s+[1-9]", timeout=180)
+        pids = proc.actor_pids()
+        assert len(pids) == 2 and all(pid_alive(p) for p in pids)
+        proc.proc.kill()
+        proc.proc.wait(timeout=30)
+    finally:
+        proc.kill()
+    deadline = time.monotonic() + 30
+    while any(pid_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(pid_alive(p) for p in pids), "actor processes outlived their killed launcher"
+
+
 def test_restart_on_the_same_run_directory_resumes(tmp_path):
     logdir = str(tmp_path / "run")
     first = TrainProcess(logdir, *SMALL, "--total_environment_frames=8000")

@@ -7,6 +7,7 @@ tests can see both the observation and the recurrent state that produced each ac
 from typing import NamedTuple
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from seed_rl.learner.inference import InferenceStep
@@ -167,3 +168,45 @@ def test_the_direct_call_gives_what_the_public_call_gives():
         for x, y in zip(tf.nest.flatten(a), tf.nest.flatten(b)):
             np.testing.assert_array_equal(x.numpy(), y.numpy())
     assert fast._call.__qualname__.startswith("_flat_caller.<locals>.call")  # the direct path was taken
+
+
+@pytest.mark.parametrize("preset", ["classic_vtrace", "classic_r2d2"])
+def test_real_agents_give_the_same_steps_through_the_direct_call(preset):
+    """The real agents' inference steps (V-trace's MLP; R2D2's LSTM, whose scan the single-threaded executor
+    refuses, and whose state Keras returns in tracking wrappers) give what the public call gives: the same
+    structure, dtypes and shapes, and the same values wherever the sampled actions play no part."""
+    from seed_rl import agents as agents_lib
+    from seed_rl.configs import get_preset
+    from seed_rl.envs import env_specs
+
+    config = get_preset(preset)
+    obs_spec, act_spec = env_specs(config.env)
+    steps = []
+    for direct in (True, False):
+        tf.random.set_seed(3)
+        agent = agents_lib.make_agent(config.agent_name, config.agent, obs_spec, act_spec, num_envs=2)
+        inf = InferenceStep(agent, obs_spec, 2, 3, 1, tf.Variable(0, dtype=tf.int64),
+                            num_overlapping_steps=agent.num_overlapping_steps)
+        if not direct:
+            concrete = inf._compiled.get_concrete_function(*inf.input_signature)
+            inf._call = lambda flat, concrete=concrete: concrete(*flat[:2], flat[2])
+            inf._executor = None
+        rng = np.random.default_rng(0)
+        outs = []
+        for k in range(3 + inf.store.full_length):
+            eo = EnvOutput(reward=np.ones(2, np.float32), done=np.array([k == 3, False]),
+                           observation=rng.normal(size=(2, 4)).astype(np.float32),
+                           abandoned=np.zeros(2, bool), episode_step=np.full(2, k, np.int32))
+            outs.append(inf(np.arange(2, dtype=np.int32), np.ones(2, np.int64), eo, eo.reward))
+        steps.append(outs)
+    for a, b in zip(*steps):
+        tf.nest.assert_same_structure(a, b)
+        for x, y in zip(tf.nest.flatten(a), tf.nest.flatten(b)):
+            assert (x.dtype, x.shape) == (y.dtype, y.shape)
+        # Actions are sampled, so only what does not depend on the draws is compared by value.
+        deterministic = (a.frames, a.completed_env_ids, a.finished_env_ids, a.finished, a.reset_env_ids,
+                         a.unrolls.env_outputs), (b.frames, b.completed_env_ids, b.finished_env_ids, b.finished,
+                                                  b.reset_env_ids, b.unrolls.env_outputs)
+        for x, y in zip(*map(tf.nest.flatten, deterministic)):
+            np.testing.assert_array_equal(x.numpy(), y.numpy())
+    assert any(int(o.completed_env_ids.shape[0]) for o in steps[0])  # unrolls did complete
