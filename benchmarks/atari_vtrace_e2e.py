@@ -148,11 +148,11 @@ class IsolatedCompute:
     def time_train(self, steps: int) -> float:
         """Seconds per train step (mean), metrics fetched as the learner's training thread does."""
         batch = self.train_batch()
-        metrics = self.trainer.step(batch)  # traces
+        metrics, _ = self.trainer.step(batch)  # traces
         {k: float(v) for k, v in metrics.items()}
         start = time.perf_counter()
         for _ in range(steps):
-            metrics = self.trainer.step(batch)
+            metrics, _ = self.trainer.step(batch)
             {k: float(v) for k, v in metrics.items()}
         return (time.perf_counter() - start) / steps
 
