@@ -129,13 +129,14 @@ def _packer(structure):
         position[0] += 1
         return lambda flat: flat[i]
 
+    def slow(flat):
+        return tf.nest.pack_sequence_as(structure, flat, expand_composites=True)
+
     try:
         fast = build(structure)
     except TypeError:
-        return lambda flat: tf.nest.pack_sequence_as(structure, flat, expand_composites=True)
-    if position[0] != len(tf.nest.flatten(structure, expand_composites=True)):
-        return lambda flat: tf.nest.pack_sequence_as(structure, flat, expand_composites=True)
-    return fast
+        return slow
+    return fast if position[0] == len(tf.nest.flatten(structure, expand_composites=True)) else slow
 
 
 def _where_rows(mask, a, b):

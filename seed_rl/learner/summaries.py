@@ -92,10 +92,6 @@ class EpisodeLog:
         recent = self.recent_eval if eval else self.recent
         return float(np.mean(recent)) if recent else float("nan")
 
-    def window_full(self, eval: bool = False) -> bool:  # noqa: A002
-        recent = self.recent_eval if eval else self.recent
-        return len(recent) == recent.maxlen
-
     def close(self) -> None:
         self._file.close()
 
