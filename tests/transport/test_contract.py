@@ -210,7 +210,10 @@ def raw_local_stream(address: str, metadata: dict, messages) -> TransportError:
     ]
     try:
         for frame in frames:
-            sock.sendall(len(frame).to_bytes(4, "little") + frame)
+            try:
+                sock.sendall(len(frame).to_bytes(4, "little") + frame)
+            except (BrokenPipeError, ConnectionResetError):
+                break  # the learner refused the stream and closed it; its error reply is still there to read
         reader = sock.makefile("rb")
         while True:
             header = reader.read(4)
@@ -868,6 +871,27 @@ def test_local_stream_opening_is_checked(cluster):
     assert reply.error.reason == "invalid-message" and "LocalStreamOpen" in reply.error.details
     assert BAD_RUN_ID not in handler.seen_run_ids()
     assert good.step(make_step([0, 1], step=1)).tolist() == expected_actions([0, 1], 1)
+
+
+def test_local_stream_refusal_reaches_a_client_that_sends_after_the_learner_closed(cluster):
+    """The learner refuses a bad opening, answers with the error and closes; an actor whose next send() then
+    meets a closed socket must still raise the learner's error, not a broken pipe."""
+    from seed_rl.transport.local import LocalStream
+
+    server = cluster.server(Handler(), auth_token="s3cret")
+    stream = LocalStream(server.local_stream_address, session_id="", auth_token="wrong")
+    try:
+        deadline = time.monotonic() + LIVENESS_S
+        while time.monotonic() < deadline:  # keep sending until the refusal has closed the socket
+            stream.send(codec.encode_step_batch(make_step([0, 1], run_id=BAD_RUN_ID)))
+            if stream._send_failed:
+                break
+            time.sleep(0.01)
+        assert stream._send_failed, "the learner did not close a refused stream"
+        with pytest.raises(AuthenticationError):
+            stream.receive("step")
+    finally:
+        stream.close()
 
 
 def test_local_stream_survives_a_learner_restart_on_the_same_port(cluster):
