@@ -38,6 +38,8 @@ def test_ids_full_action_space_and_observations():
         assert env.spec.id == "PongNoFrameskip-v4"
         assert env.action_space.n == 18
         assert env.unwrapped.ale.getFloat("repeat_action_probability") == 0.0
+        # The preprocessing reads the screens it needs from the emulator; the raw env renders only its RAM.
+        assert env.unwrapped.observation_space.shape == (128,)
         obs, _ = env.reset()
         assert obs.shape == (84, 84, 1) and obs.dtype == np.uint8
         assert env.observation_space.contains(obs)
