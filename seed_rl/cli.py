@@ -33,7 +33,8 @@ commands:
 
 # Flag name -> (section, field). Environment fields get readable names; `--game` is an alias of `--env_name`.
 _ENV_FLAG_NAMES = {"family": "env", "name": "env_name", "seed": None}
-_ACTOR_FLAGS = ("server_address", "task", "auth_token", "connect_timeout_s", "verbosity_level")
+_ACTOR_FLAGS = ("server_address", "task", "auth_token", "tls_ca_file", "tls_server_name", "connect_timeout_s",
+                "verbosity_level")
 
 
 def _type_of(cls: type, name: str) -> Any:
@@ -97,6 +98,10 @@ def _make_flags(command: str) -> Tuple[flags.FlagValues, List[Tuple[str, str, da
         flags.DEFINE_integer("task", 0, "Actor index; owns env ids [task*env_batch_size, (task+1)*env_batch_size).",
                              flag_values=fv)
         flags.DEFINE_string("auth_token", "", "Shared secret, if the learner requires one.", flag_values=fv)
+        flags.DEFINE_string("tls_ca_file", "", "PEM root certificates to verify the learner with; set when the "
+                            "learner serves TLS (--tls_cert_file). Empty: plaintext.", flag_values=fv)
+        flags.DEFINE_string("tls_server_name", "", "With TLS, the name the learner's certificate carries when it "
+                            "is not the host of --server_address (e.g. connecting by IP).", flag_values=fv)
         flags.DEFINE_float("connect_timeout_s", None, "Give up connecting after this long; default: wait forever.",
                            flag_values=fv)
     elif command == "eval":
@@ -183,6 +188,15 @@ def main(argv: Sequence[str]) -> int:
         return 2
     if not config.run.logdir:
         config = replace(config, run=replace(config.run, logdir=_default_logdir(config)))
+    try:  # unreadable TLS files: say so before building anything
+        from seed_rl.transport import tls
+
+        tls.server_credentials(config.run.tls_cert_file, config.run.tls_key_file)
+        if command == "train":
+            tls.channel_credentials(config.run.tls_ca_file or config.run.tls_cert_file)
+    except ValueError as e:
+        print(f"seed-rl {command}: {e}", file=sys.stderr)
+        return 2
     try:
         if command == "train":
             from seed_rl.launch.local import train
@@ -210,8 +224,13 @@ def _run_actor(fv: flags.FlagValues) -> int:
     from seed_rl.actors.actor import LAUNCHER_PID_ENV, Actor, stop_with_parent
     from seed_rl.transport.errors import TransportError
 
-    actor = Actor(fv["server_address"].value, fv["task"].value, auth_token=fv["auth_token"].value,
-                  connect_timeout_s=fv["connect_timeout_s"].value)
+    try:
+        actor = Actor(fv["server_address"].value, fv["task"].value, auth_token=fv["auth_token"].value,
+                      connect_timeout_s=fv["connect_timeout_s"].value, tls_ca_file=fv["tls_ca_file"].value,
+                      tls_server_name=fv["tls_server_name"].value)
+    except ValueError as e:  # an unreadable --tls_ca_file, --tls_server_name without it
+        print(f"seed-rl actor {fv['task'].value}: {e}", file=sys.stderr)
+        return 2
     import signal
 
     signal.signal(signal.SIGTERM, lambda *_: actor.stop())

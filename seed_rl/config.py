@@ -101,6 +101,18 @@ class RunConfig:
         "127.0.0.1:8686", "Learner listen address / actor connect address (host:port)."
     )
     auth_token: str = field("", "Shared secret remote actors must present (empty: none).")
+    tls_cert_file: str = field(
+        "", "PEM certificate chain the learner serves gRPC with over TLS (with tls_key_file); empty: plaintext."
+    )
+    tls_key_file: str = field("", "PEM private key of tls_cert_file.")
+    tls_ca_file: str = field(
+        "", "For the actors `seed-rl train` starts: PEM root certificates to verify the learner with; empty: "
+        "tls_cert_file itself (right for a self-signed certificate). Remote actors take --tls_ca_file."
+    )
+    tls_server_name: str = field(
+        "", "For the actors `seed-rl train` starts: the name the learner's certificate carries, when it is not "
+        "the host they connect to (127.0.0.1); remote actors take --tls_server_name."
+    )
     local_stream: bool = field(
         True, "Offer actors on the learner's host a Unix-socket stream (same messages, checks and batching as "
         "the gRPC stream, a fraction of its CPU per message; the handshake stays on gRPC). Actors on other "
@@ -123,6 +135,11 @@ class RunConfig:
         return self.unroll_queue_size or self.batch_size
 
     def __post_init__(self) -> None:
+        if bool(self.tls_cert_file) != bool(self.tls_key_file):
+            raise ValueError("TLS needs both tls_cert_file and tls_key_file (one of them is empty)")
+        if (self.tls_ca_file or self.tls_server_name) and not self.tls_cert_file:
+            raise ValueError("tls_ca_file and tls_server_name apply when the learner serves TLS: set tls_cert_file "
+                             "and tls_key_file too")
         if self.num_actors < 1 or self.env_batch_size < 1:
             raise ValueError("num_actors and env_batch_size must be >= 1")
         if self.actor_env_groups < 1:

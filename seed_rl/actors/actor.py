@@ -31,6 +31,7 @@ from seed_rl.config import Config
 from seed_rl.envs import action_spec as env_action_spec
 from seed_rl.envs import create_environment
 from seed_rl.envs import observation_spec as env_observation_spec
+from seed_rl.transport import tls
 from seed_rl.transport.client import LearnerClient
 from seed_rl.transport.errors import LearnerUnavailableError, ProtocolMismatchError
 from seed_rl.types import EnvOutput, StepBatch
@@ -96,10 +97,15 @@ class Actor:
 
     def __init__(self, server_address: str, task: int, *, auth_token: str = "",
                  connect_timeout_s: Optional[float] = None, seed: Optional[int] = None,
-                 log_period_s: float = 30.0):
+                 log_period_s: float = 30.0, tls_ca_file: str = "", tls_server_name: str = ""):
         self.server_address = server_address
         self.task = task
         self.auth_token = auth_token
+        # TLS (the learner's --tls_cert_file): read the roots now, so that a bad path fails before any env starts.
+        if tls_server_name and not tls_ca_file:
+            raise ValueError("tls_server_name applies to TLS connections only: give tls_ca_file too")
+        self._credentials = tls.channel_credentials(tls_ca_file)
+        self.tls_server_name = tls_server_name
         self.connect_timeout_s = connect_timeout_s
         self.rng = np.random.default_rng(seed)
         self.log_period_s = log_period_s
@@ -117,7 +123,8 @@ class Actor:
         while not self._stop.is_set():
             try:
                 with LearnerClient(self.server_address, self.task, auth_token=self.auth_token,
-                                   connect_timeout_s=self.connect_timeout_s) as client:
+                                   connect_timeout_s=self.connect_timeout_s, channel_credentials=self._credentials,
+                                   tls_server_name=self.tls_server_name) as client:
                     self._run_connected(client, max_steps)
                 return
             except LearnerUnavailableError as e:
@@ -271,7 +278,8 @@ def stop_with_parent(actor: Actor, parent_pid: int, poll_s: float = 0.5, grace_s
 
 
 def run_actor(server_address: str, task: int, auth_token: str = "", connect_timeout_s: Optional[float] = None,
-              max_steps: Optional[int] = None) -> Actor:
-    actor = Actor(server_address, task, auth_token=auth_token, connect_timeout_s=connect_timeout_s)
+              max_steps: Optional[int] = None, tls_ca_file: str = "", tls_server_name: str = "") -> Actor:
+    actor = Actor(server_address, task, auth_token=auth_token, connect_timeout_s=connect_timeout_s,
+                  tls_ca_file=tls_ca_file, tls_server_name=tls_server_name)
     actor.run(max_steps=max_steps)
     return actor

@@ -49,7 +49,19 @@ class LocalRun:
         cmd = [sys.executable, "-m", "seed_rl", "actor", f"--server_address={self.address}", f"--task={task}"]
         if self.config.run.auth_token:
             cmd.append(f"--auth_token={self.config.run.auth_token}")
+        ca_file, server_name = self._actor_tls()
+        if ca_file:
+            cmd.append(f"--tls_ca_file={ca_file}")
+        if server_name:
+            cmd.append(f"--tls_server_name={server_name}")
         return cmd
+
+    def _actor_tls(self) -> tuple:
+        """(roots, server name) the local actors verify a TLS learner with; ("", "") for a plaintext one."""
+        run = self.config.run
+        if not run.tls_cert_file:
+            return "", ""
+        return run.tls_ca_file or run.tls_cert_file, run.tls_server_name
 
     def _start_actor(self, task: int) -> None:
         if self.actor_mode == "process":
@@ -64,7 +76,9 @@ class LocalRun:
         else:
             from seed_rl.actors.actor import Actor
 
-            actor = Actor(self.address, task, auth_token=self.config.run.auth_token)
+            ca_file, server_name = self._actor_tls()
+            actor = Actor(self.address, task, auth_token=self.config.run.auth_token, tls_ca_file=ca_file,
+                          tls_server_name=server_name)
             thread = threading.Thread(target=actor.run, name=f"actor-{task}", daemon=True)
             thread.start()
             self.threads[task] = (actor, thread)

@@ -36,6 +36,7 @@ from seed_rl.learner.training import (
     UnrollQueue,
     split_unrolls,
 )
+from seed_rl.transport import tls as tls_lib
 from seed_rl.transport.server import InferenceServer
 from seed_rl.types import EnvOutput, StepBatch
 
@@ -121,7 +122,8 @@ class Learner:
             observation_spec=observation_spec, action_spec=action_spec, config_json=config.to_json(),
             inference_batch_size=run.resolved_inference_batch_size, max_batch_wait_ms=run.max_batch_wait_ms,
             wait_for_full_batch=run.wait_for_full_batch, auth_token=run.auth_token,
-            local_stream=run.local_stream)
+            local_stream=run.local_stream,
+            server_credentials=tls_lib.server_credentials(run.tls_cert_file, run.tls_key_file))
 
         self._stop = threading.Event()
         self._done = threading.Event()

@@ -36,6 +36,7 @@ from seed_rl.protos import (
 )
 from seed_rl.protos import seed_rl_pb2 as pb
 from seed_rl.protos import seed_rl_pb2_grpc as pb_grpc
+from seed_rl.transport import tls
 from seed_rl.transport.errors import (
     LearnerUnavailableError,
     ProtocolMismatchError,
@@ -134,7 +135,10 @@ class LearnerClient:
       task: this actor's task index; it owns env ids ``[task * env_batch_size, (task + 1) * env_batch_size)``.
       auth_token: the learner's shared secret, if it requires one.
       connect_timeout_s: how long :meth:`handshake` waits for the learner (None: forever, like the original).
-      channel_credentials: ``grpc.ssl_channel_credentials(...)`` for TLS; None connects in plaintext.
+      channel_credentials: ``grpc.ssl_channel_credentials(...)`` for TLS; None connects in plaintext
+        (:mod:`seed_rl.transport.tls` makes them from PEM files).
+      tls_server_name: with TLS, the name the learner's certificate must carry when it is not the host of
+        ``address`` (e.g. connecting by IP); empty: the host of ``address``.
       local_stream: stream over the learner's same-host Unix socket when it offers one and this process can
         reach it (same host and network namespace); otherwise, or with False, over the gRPC ``Stream``.
     """
@@ -147,13 +151,17 @@ class LearnerClient:
         auth_token: str = "",
         connect_timeout_s: float | None = None,
         channel_credentials: grpc.ChannelCredentials | None = None,
+        tls_server_name: str = "",
         local_stream: bool = True,
     ) -> None:
+        if tls_server_name and channel_credentials is None:
+            raise ValueError("tls_server_name applies to TLS connections only: give channel_credentials too")
         self._address = address
         self._task = int(task)
         self._auth_token = auth_token
         self._connect_timeout_s = connect_timeout_s
         self._credentials = channel_credentials
+        self._tls_server_name = tls_server_name
         self._local_stream = bool(local_stream)
         self._unreachable_local: set[str] = set()  # local stream addresses this process cannot connect to
         self._channel: grpc.Channel | None = None
@@ -347,9 +355,8 @@ class LearnerClient:
         if self._credentials is None:
             channel = grpc.insecure_channel(self._address, options=_CHANNEL_OPTIONS)
         else:
-            channel = grpc.secure_channel(
-                self._address, self._credentials, options=_CHANNEL_OPTIONS
-            )
+            options = (*_CHANNEL_OPTIONS, *tls.channel_options(self._tls_server_name))
+            channel = grpc.secure_channel(self._address, self._credentials, options=options)
         self._channel = channel
         self._stub = pb_grpc.LearnerStub(channel)
 

@@ -6,17 +6,27 @@ import re
 import subprocess
 import sys
 
+import pytest
+
+from tests.certs import self_signed_cert
 from tests.integration.helpers import TrainProcess, episodes
 
 
-def test_separate_learner_and_actor_processes(tmp_path):
+@pytest.mark.parametrize("transport", ["plaintext", "tls"])
+def test_separate_learner_and_actor_processes(tmp_path, transport):
     logdir = str(tmp_path / "run")
     env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2")
+    learner_tls, actor_tls = [], []
+    if transport == "tls":
+        # A certificate for a name that is not the address the actors dial: they verify it by name.
+        key, cert = self_signed_cert(tmp_path / "tls", "learner.example")
+        learner_tls = [f"--tls_cert_file={cert}", f"--tls_key_file={key}"]
+        actor_tls = [f"--tls_ca_file={cert}", "--tls_server_name=learner.example"]
     learner = subprocess.Popen(
         [sys.executable, "-m", "seed_rl", "learner", f"--logdir={logdir}", "--server_address=127.0.0.1:0",
          "--env=test", "--env_name=counting:length=4,num_actions=2", "--num_actors=2", "--env_batch_size=2",
          "--unroll_length=4", "--batch_size=2", "--total_environment_frames=400", "--mlp_sizes=8",
-         "--summary_period_secs=1"],
+         "--summary_period_secs=1", *learner_tls],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     actors = []
     lines = []
@@ -31,7 +41,8 @@ def test_separate_learner_and_actor_processes(tmp_path):
         assert port, "".join(lines)
         for task in range(2):
             actors.append(subprocess.Popen(
-                [sys.executable, "-m", "seed_rl", "actor", f"--server_address=127.0.0.1:{port}", f"--task={task}"],
+                [sys.executable, "-m", "seed_rl", "actor", f"--server_address=127.0.0.1:{port}", f"--task={task}",
+                 *actor_tls],
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env))
         out, _ = learner.communicate(timeout=300)
         lines.append(out)
@@ -58,3 +69,25 @@ def test_actor_with_out_of_range_task_exits_non_zero_with_a_clear_message(tmp_pa
     finally:
         proc.proc.send_signal(2)
         proc.wait(timeout=60)
+
+
+def test_train_with_tls_starts_actors_that_verify_the_learner(tmp_path):
+    key, cert = self_signed_cert(tmp_path / "tls")
+    proc = TrainProcess(str(tmp_path / "run"), "--env=test", "--env_name=counting:length=4,num_actions=2",
+                        "--num_actors=2", "--env_batch_size=2", "--unroll_length=4", "--batch_size=2",
+                        "--total_environment_frames=400", "--mlp_sizes=8", f"--tls_cert_file={cert}",
+                        f"--tls_key_file={key}")
+    assert proc.wait(timeout=300) == 0, "\n".join(proc.lines[-40:])
+    assert {e.env_id for e in episodes(str(tmp_path / "run"))} == {0, 1, 2, 3}
+
+
+def test_bad_tls_settings_stop_the_commands_with_a_clear_message(tmp_path):
+    (tmp_path / "key.pem").write_text("-----BEGIN PRIVATE KEY-----\n")
+    res = subprocess.run([sys.executable, "-m", "seed_rl", "learner", f"--logdir={tmp_path / 'run'}",
+                          "--env=test", "--env_name=counting:length=4,num_actions=2",
+                          f"--tls_cert_file={tmp_path / 'missing.pem'}", f"--tls_key_file={tmp_path / 'key.pem'}"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "tls_cert_file: cannot read" in res.stderr, res.stderr
+    res = subprocess.run([sys.executable, "-m", "seed_rl", "actor", "--task=0", "--tls_server_name=learner.example"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "give tls_ca_file too" in res.stderr, res.stderr

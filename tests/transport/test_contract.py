@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -40,6 +39,7 @@ from seed_rl.transport import (
 )
 from seed_rl.transport.errors import from_rpc_error, from_status, status_code_from_number
 from seed_rl.types import ArraySpec, EnvOutput, StepBatch
+from tests.certs import self_signed_cert
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -919,34 +919,15 @@ def test_local_stream_survives_a_learner_restart_on_the_same_port(cluster):
 
 @pytest.fixture(scope="module")
 def self_signed(tmp_path_factory):
-    openssl = shutil.which("openssl")
-    if not openssl:
-        pytest.skip("openssl is not installed")
-    out = tmp_path_factory.mktemp("tls")
-    subprocess.run(
-        [
-            openssl,
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=localhost",
-            "-addext",
-            "subjectAltName=DNS:localhost,IP:127.0.0.1",
-            "-keyout",
-            str(out / "key.pem"),
-            "-out",
-            str(out / "cert.pem"),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
-    return (out / "key.pem").read_bytes(), (out / "cert.pem").read_bytes()
+    key, cert = self_signed_cert(tmp_path_factory.mktemp("tls"))
+    return key.read_bytes(), cert.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def named_cert(tmp_path_factory):
+    """A certificate for "learner.example" only: connecting to 127.0.0.1 needs the name override."""
+    key, cert = self_signed_cert(tmp_path_factory.mktemp("tls-named"), "learner.example")
+    return key.read_bytes(), cert.read_bytes()
 
 
 def test_tls(cluster, self_signed):
@@ -957,6 +938,21 @@ def test_tls(cluster, self_signed):
     plaintext = cluster.client(server, task=1, handshake=False, connect_timeout_s=0.5)
     with pytest.raises(LearnerUnavailableError):
         plaintext.handshake()
+
+
+def test_tls_checks_the_certificate_name_and_takes_an_override(cluster, named_cert):
+    key, cert = named_cert
+    server = cluster.server(server_credentials=grpc.ssl_server_credentials([(key, cert)]))
+    credentials = grpc.ssl_channel_credentials(cert)
+    wrong_name = cluster.client(server, task=0, handshake=False, connect_timeout_s=0.5,
+                                channel_credentials=credentials)
+    with pytest.raises(LearnerUnavailableError):
+        wrong_name.handshake()  # the certificate does not name 127.0.0.1
+    client = cluster.client(server, task=1, channel_credentials=credentials, tls_server_name="learner.example")
+    assert client.step(make_step([2, 3], step=4)).tolist() == expected_actions([2, 3], 4)
+    assert client.carrier == cluster.carrier
+    with pytest.raises(ValueError, match="tls_server_name applies to TLS"):
+        LearnerClient("127.0.0.1:1", 0, tls_server_name="learner.example")
 
 
 # ------------------------------------------------------------------------------------ the batcher alone
