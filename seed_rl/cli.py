@@ -33,8 +33,6 @@ commands:
 
 # Flag name -> (section, field). Environment fields get readable names; `--game` is an alias of `--env_name`.
 _ENV_FLAG_NAMES = {"family": "env", "name": "env_name", "seed": None}
-_ACTOR_FLAGS = ("server_address", "task", "auth_token", "tls_ca_file", "tls_server_name", "connect_timeout_s",
-                "verbosity_level")
 
 
 def _type_of(cls: type, name: str) -> Any:
