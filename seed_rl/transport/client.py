@@ -68,6 +68,7 @@ _CHANNEL_OPTIONS = (
 
 _INITIAL_RETRY_DELAY_S = 0.05
 _MAX_RETRY_DELAY_S = 2.0
+_WAIT_WARNING_PERIOD_S = 60.0  # a handshake that waits this long says so (and why it may never succeed)
 
 
 class HandshakeInfo(NamedTuple):
@@ -199,12 +200,16 @@ class LearnerClient:
         timeout = self._connect_timeout_s
         deadline = None if timeout is None else time.monotonic() + timeout
         delay = _INITIAL_RETRY_DELAY_S
+        started = time.monotonic()
         while True:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            # Waited for in slices, so that a wait that never ends (no learner there, or TLS on one side only:
+            # gRPC reports both as UNAVAILABLE) is reported in the log instead of hanging silently.
+            wait = _WAIT_WARNING_PERIOD_S if remaining is None else min(remaining, _WAIT_WARNING_PERIOD_S)
             try:
                 # wait_for_ready: a learner that is not up yet is waited for (gRPC reconnects with back-off)
                 # rather than failing at once.
-                response = self._stub.Handshake(request, timeout=remaining, wait_for_ready=True)
+                response = self._stub.Handshake(request, timeout=wait, wait_for_ready=True)
                 break
             except grpc.RpcError as e:
                 error = from_rpc_error(e, what)
@@ -218,6 +223,16 @@ class LearnerClient:
                     code=error.code,
                     reason=error.reason,
                 )
+            if error.code == grpc.StatusCode.DEADLINE_EXCEEDED:  # a slice ended: keep waiting, and say so
+                tls_hint = (
+                    "this actor uses TLS: does the learner serve it (--tls_cert_file), and does the certificate "
+                    "name the address (else --tls_server_name)?"
+                    if self._credentials is not None
+                    else "if the learner serves TLS (--tls_cert_file), this actor needs --tls_ca_file"
+                )
+                _log.warning("task %d: still waiting for the learner at %s after %.0f s; is it running and "
+                             "reachable? (%s)", self._task, self._address, time.monotonic() - started, tls_hint)
+                continue
             # The learner answered but is not serving (e.g. stopping or restarting): back off and retry.
             pause = delay if deadline is None else min(delay, max(0.0, deadline - time.monotonic()))
             time.sleep(pause)

@@ -940,6 +940,21 @@ def test_tls(cluster, self_signed):
         plaintext.handshake()
 
 
+def test_a_handshake_that_keeps_waiting_says_so_with_a_tls_hint(cluster, self_signed, monkeypatch, caplog):
+    # A plaintext actor and a TLS learner: gRPC reports UNAVAILABLE forever; the actor logs why it may be stuck.
+    from seed_rl.transport import client as client_module
+
+    monkeypatch.setattr(client_module, "_WAIT_WARNING_PERIOD_S", 0.3)
+    key, cert = self_signed
+    server = cluster.server(server_credentials=grpc.ssl_server_credentials([(key, cert)]))
+    plaintext = cluster.client(server, task=0, handshake=False, connect_timeout_s=1.5)
+    with caplog.at_level("WARNING", logger="seed_rl.transport.client"):
+        with pytest.raises(LearnerUnavailableError, match="within 1.5 s"):
+            plaintext.handshake()
+    warnings = [r.getMessage() for r in caplog.records if "still waiting for the learner" in r.getMessage()]
+    assert warnings and "this actor needs --tls_ca_file" in warnings[0], caplog.text
+
+
 def test_tls_checks_the_certificate_name_and_takes_an_override(cluster, named_cert):
     key, cert = named_cert
     server = cluster.server(server_credentials=grpc.ssl_server_credentials([(key, cert)]))
