@@ -25,7 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from seed_rl import agents as agents_lib
-from seed_rl.config import Config
+from seed_rl.config import Config, replace
 from seed_rl.learner import summaries as summaries_lib
 from seed_rl.learner.inference import InferenceStep
 from seed_rl.learner.training import (
@@ -42,6 +42,7 @@ from seed_rl.types import EnvOutput, StepBatch
 
 log = logging.getLogger("seed_rl.learner")
 
+REDACTED = "<redacted>"  # what config.json and the handshake say instead of the auth token
 MAX_CONSECUTIVE_INFERENCE_FAILURES = 50
 """The learner stops (run() raises) after this many inference batches in a row failed."""
 
@@ -81,8 +82,11 @@ class Learner:
         self.observation_spec = observation_spec
         self.action_spec = action_spec
         os.makedirs(run.logdir, exist_ok=True)
+        # The run directory (often a shared bucket) and every actor's handshake get the config without the secret.
+        public_json = replace(config, run=replace(
+            run, auth_token=REDACTED if run.auth_token else "")).to_json()
         with open(os.path.join(run.logdir, "config.json"), "w") as f:
-            f.write(config.to_json())
+            f.write(public_json)
 
         tf.random.set_seed(run.seed)
         self.num_envs = run.resolved_num_envs
@@ -119,7 +123,7 @@ class Learner:
             self.source = QueueSource(self.queue, run.batch_size)
         self.server = InferenceServer(
             run.server_address, self._handle, num_envs=self.num_envs, env_batch_size=run.env_batch_size,
-            observation_spec=observation_spec, action_spec=action_spec, config_json=config.to_json(),
+            observation_spec=observation_spec, action_spec=action_spec, config_json=public_json,
             inference_batch_size=run.resolved_inference_batch_size, max_batch_wait_ms=run.max_batch_wait_ms,
             wait_for_full_batch=run.wait_for_full_batch, auth_token=run.auth_token,
             local_stream=run.local_stream,
