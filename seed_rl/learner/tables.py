@@ -74,8 +74,11 @@ class UnrollStore(tf.Module):
         self.overlap = num_overlapping_steps
         self.full_length = num_overlapping_steps + unroll_length + 1
         self.specs = specs
+        # One row per (env, position): row ``env_id * full_length + position``. Writing a step is then a row
+        # scatter (a memcpy per row), where a scatter_nd into [num_envs, full_length, ...] copied element by
+        # element (a batch of 8 Pong frames: ~180 us against ~35 us on a CPU core).
         self._vars = tf.nest.map_structure(
-            lambda s: _variable([num_envs, self.full_length, *s.shape], s.dtype, name), specs)
+            lambda s: _variable([num_envs * self.full_length, *s.shape], s.dtype, name), specs)
         self._index = tf.Variable(tf.zeros([num_envs], tf.int32), trainable=False, name=f"{name}_index")
 
     def append(self, env_ids, values):
@@ -83,19 +86,23 @@ class UnrollStore(tf.Module):
 
         Returns ``(completed [N] bool, completed_env_ids [C], unrolls [C, full_length, ...])``.
         """
+        length = self.full_length
         index = tf.gather(self._index, env_ids)
-        scatter_at = tf.stack([env_ids, index], axis=1)
+        rows = env_ids * length + index
         tf.nest.map_structure(
-            lambda v, x: _writable(v) and v.scatter_nd_update(scatter_at, tf.cast(x, v.dtype)), self._vars, values)
+            lambda v, x: _writable(v) and v.scatter_update(tf.IndexedSlices(tf.cast(x, v.dtype), rows)),
+            self._vars, values)
         index += 1
-        completed = tf.equal(index, self.full_length)
+        completed = tf.equal(index, length)
         completed_ids = tf.boolean_mask(env_ids, completed)
-        unrolls = tf.nest.map_structure(lambda v: tf.gather(v, completed_ids), self._vars)
+        unroll_rows = completed_ids[:, tf.newaxis] * length + tf.range(length)[tf.newaxis]  # [C, full_length]
+        unrolls = tf.nest.map_structure(lambda v: tf.gather(v, unroll_rows), self._vars)
         keep = self.overlap + 1
         # The last `keep` steps of a completed unroll start the next one.
+        head_rows = tf.reshape(completed_ids[:, tf.newaxis] * length + tf.range(keep)[tf.newaxis], [-1])
         tf.nest.map_structure(
             lambda v, u: _writable(v) and v.scatter_update(tf.IndexedSlices(
-                tf.concat([u[:, -keep:], u[:, keep:]], axis=1), completed_ids)),
+                tf.reshape(u[:, length - keep:], tf.concat([[-1], tf.shape(u)[2:]], 0)), head_rows)),
             self._vars, unrolls)
         self._index.scatter_update(tf.IndexedSlices(tf.where(completed, keep, index), env_ids))
         return completed, completed_ids, unrolls
