@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 from absl import flags
 
 from seed_rl import agents as agents_lib
-from seed_rl.config import Config, EnvConfig, RunConfig, replace
+from seed_rl.config import AUTH_TOKEN_ENV, Config, EnvConfig, RunConfig, replace
 
 USAGE = """\
 usage: seed-rl <command> [--flag=value ...]
@@ -95,7 +95,8 @@ def _make_flags(command: str) -> Tuple[flags.FlagValues, List[Tuple[str, str, da
         flags.DEFINE_string("server_address", "127.0.0.1:8686", "Learner address host:port.", flag_values=fv)
         flags.DEFINE_integer("task", 0, "Actor index; owns env ids [task*env_batch_size, (task+1)*env_batch_size).",
                              flag_values=fv)
-        flags.DEFINE_string("auth_token", "", "Shared secret, if the learner requires one.", flag_values=fv)
+        flags.DEFINE_string("auth_token", "", "Shared secret, if the learner requires one; when empty, read from "
+                            f"${AUTH_TOKEN_ENV} (keeps it out of `ps`).", flag_values=fv)
         flags.DEFINE_string("tls_ca_file", "", "PEM root certificates to verify the learner with; set when the "
                             "learner serves TLS (--tls_cert_file). Empty: plaintext.", flag_values=fv)
         flags.DEFINE_string("tls_server_name", "", "With TLS, the name the learner's certificate carries when it "
@@ -186,6 +187,8 @@ def main(argv: Sequence[str]) -> int:
         return 2
     if not config.run.logdir:
         config = replace(config, run=replace(config.run, logdir=_default_logdir(config)))
+    if not config.run.auth_token and os.environ.get(AUTH_TOKEN_ENV):
+        config = replace(config, run=replace(config.run, auth_token=os.environ[AUTH_TOKEN_ENV]))
     try:  # unreadable TLS files: say so before building anything
         from seed_rl.transport import tls
 
@@ -223,7 +226,8 @@ def _run_actor(fv: flags.FlagValues) -> int:
     from seed_rl.transport.errors import TransportError
 
     try:
-        actor = Actor(fv["server_address"].value, fv["task"].value, auth_token=fv["auth_token"].value,
+        actor = Actor(fv["server_address"].value, fv["task"].value,
+                      auth_token=fv["auth_token"].value or os.environ.get(AUTH_TOKEN_ENV, ""),
                       connect_timeout_s=fv["connect_timeout_s"].value, tls_ca_file=fv["tls_ca_file"].value,
                       tls_server_name=fv["tls_server_name"].value)
     except ValueError as e:  # an unreadable --tls_ca_file, --tls_server_name without it

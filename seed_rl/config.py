@@ -14,6 +14,9 @@ import dataclasses
 import json
 from typing import Any, Mapping, TypeVar
 
+AUTH_TOKEN_ENV = "SEED_RL_AUTH_TOKEN"
+"""Environment variable holding the shared secret when ``--auth_token`` is not given (learner and actors)."""
+
 __all__ = ["EnvConfig", "RunConfig", "Config", "field", "auto_inference_batch_size"]
 
 T = TypeVar("T")
@@ -100,7 +103,10 @@ class RunConfig:
     server_address: str = field(
         "127.0.0.1:8686", "Learner listen address / actor connect address (host:port)."
     )
-    auth_token: str = field("", "Shared secret remote actors must present (empty: none).")
+    auth_token: str = field(
+        "", f"Shared secret remote actors must present (empty: none). Also read from ${AUTH_TOKEN_ENV} when empty "
+        "(keeps it off the command line, where `ps` shows it to every user of the host)."
+    )
     tls_cert_file: str = field(
         "", "PEM certificate chain the learner serves gRPC with over TLS (with tls_key_file); empty: plaintext."
     )

@@ -14,9 +14,9 @@ import subprocess
 import sys
 import threading
 import time
-from typing import List, Optional
+from typing import Dict, List, Optional
 
-from seed_rl.config import Config, replace
+from seed_rl.config import AUTH_TOKEN_ENV, Config, replace
 
 log = logging.getLogger("seed_rl.launch")
 
@@ -46,15 +46,24 @@ class LocalRun:
         return f"{self.host}:{self.port}"
 
     def _actor_command(self, task: int) -> List[str]:
+        # The auth token travels in the environment (_actor_env), not here: `ps` shows command lines to everyone.
         cmd = [sys.executable, "-m", "seed_rl", "actor", f"--server_address={self.address}", f"--task={task}"]
-        if self.config.run.auth_token:
-            cmd.append(f"--auth_token={self.config.run.auth_token}")
         ca_file, server_name = self._actor_tls()
         if ca_file:
             cmd.append(f"--tls_ca_file={ca_file}")
         if server_name:
             cmd.append(f"--tls_server_name={server_name}")
         return cmd
+
+    def _actor_env(self) -> Dict[str, str]:
+        from seed_rl.actors.actor import LAUNCHER_PID_ENV
+
+        # The actor watches the launcher's pid and stops when the launcher is gone (even after SIGKILL).
+        env = {**os.environ, LAUNCHER_PID_ENV: str(os.getpid())}
+        env.pop(AUTH_TOKEN_ENV, None)
+        if self.config.run.auth_token:
+            env[AUTH_TOKEN_ENV] = self.config.run.auth_token
+        return env
 
     def _actor_tls(self) -> tuple:
         """(roots, server name) the local actors verify a TLS learner with; ("", "") for a plaintext one."""
@@ -65,12 +74,8 @@ class LocalRun:
 
     def _start_actor(self, task: int) -> None:
         if self.actor_mode == "process":
-            from seed_rl.actors.actor import LAUNCHER_PID_ENV
-
-            # The actor watches this pid and stops when the launcher is gone (even after SIGKILL). No
-            # preexec_fn: it is unsafe in a process with threads (the learner has many) and forces fork().
-            proc = subprocess.Popen(self._actor_command(task), start_new_session=True,
-                                    env={**os.environ, LAUNCHER_PID_ENV: str(os.getpid())})
+            # No preexec_fn: it is unsafe in a process with threads (the learner has many) and forces fork().
+            proc = subprocess.Popen(self._actor_command(task), start_new_session=True, env=self._actor_env())
             print(f"seed_rl launcher: started actor {task} (pid {proc.pid})", flush=True)
             self.processes[task] = proc
         else:

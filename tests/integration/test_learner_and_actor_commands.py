@@ -1,6 +1,7 @@
 """The multi-machine commands on one host: `seed-rl learner` serving, `seed-rl actor --task=N` connecting; the
 actor takes its whole configuration from the learner's handshake."""
 
+import json
 import os
 import re
 import subprocess
@@ -8,14 +9,18 @@ import sys
 
 import pytest
 
+from seed_rl.config import AUTH_TOKEN_ENV
 from tests.certs import self_signed_cert
 from tests.integration.helpers import TrainProcess, episodes
 
 
-@pytest.mark.parametrize("transport", ["plaintext", "tls"])
+@pytest.mark.parametrize("transport", ["plaintext", "tls", "token_from_env"])
 def test_separate_learner_and_actor_processes(tmp_path, transport):
     logdir = str(tmp_path / "run")
     env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2")
+    env.pop(AUTH_TOKEN_ENV, None)
+    if transport == "token_from_env":  # learner and actors read the shared secret from the environment
+        env[AUTH_TOKEN_ENV] = "s3cret-from-env"
     learner_tls, actor_tls = [], []
     if transport == "tls":
         # A certificate for a name that is not the address the actors dial: they verify it by name.
@@ -54,6 +59,31 @@ def test_separate_learner_and_actor_processes(tmp_path, transport):
     eps = episodes(logdir)
     assert {e.env_id for e in eps} == {0, 1, 2, 3}
     assert all(e.episode_steps == 4 for e in eps)
+    if transport == "token_from_env":
+        run = json.loads((tmp_path / "run" / "config.json").read_text())["run"]
+        assert run["auth_token"] == "<redacted>"  # the learner took it (and wrote no secret)
+
+
+def test_train_hands_the_auth_token_to_its_actors_outside_their_command_lines(tmp_path):
+    """`ps` shows every user of a host the command lines of its processes; the token goes in the environment."""
+    secret = "s3cret-not-in-ps"
+    proc = TrainProcess(str(tmp_path / "run"), "--env=test", "--env_name=counting:length=4,num_actions=2",
+                        "--num_actors=2", "--env_batch_size=2", "--unroll_length=4", "--batch_size=2",
+                        "--total_environment_frames=100000000", "--mlp_sizes=8", f"--auth_token={secret}",
+                        env={AUTH_TOKEN_ENV: "a-stale-token-the-launcher-must-replace"})
+    try:
+        proc.wait_for(r"learner steps\s+[1-9]", timeout=180)  # the actors authenticated: it trains on their steps
+        pids = proc.actor_pids()
+        assert len(pids) == 2
+        for pid in pids:
+            cmdline = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            environ = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+            assert not any(secret.encode() in arg for arg in cmdline), cmdline
+            assert f"{AUTH_TOKEN_ENV}={secret}".encode() in environ
+    finally:
+        proc.proc.send_signal(2)
+        assert proc.wait(timeout=60) == 0, "\n".join(proc.lines[-40:])
+    assert episodes(str(tmp_path / "run"))
 
 
 def test_actor_with_out_of_range_task_exits_non_zero_with_a_clear_message(tmp_path):
