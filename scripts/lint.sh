@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Lint the package, tests and benchmarks with ruff. Run by ./run_tests.sh before the tests.
+# Lint the package, tests and benchmarks with ruff and type-check the package with mypy (settings in
+# pyproject.toml). Run by ./run_tests.sh before the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 .venv/bin/python -m ruff check seed_rl tests benchmarks
+.venv/bin/python -m mypy

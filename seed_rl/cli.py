@@ -111,6 +111,11 @@ def _make_flags(command: str) -> Tuple[flags.FlagValues, List[Tuple[str, str, da
     return fv, fields
 
 
+def _flag(fv: flags.FlagValues, name: str) -> Any:
+    """The flag's value; absl types every value as Optional, and the flags read this way all have defaults."""
+    return fv[name].value
+
+
 def _convert(value: Any, typ: Any) -> Any:
     if isinstance(value, list):
         return tuple(int(x) if str(x).lstrip("-").isdigit() else float(x) for x in value)
@@ -202,8 +207,8 @@ def main(argv: Sequence[str]) -> int:
         if command == "train":
             from seed_rl.launch.local import train
 
-            keep = fv["server_address"].present
-            train(config, actor_mode=fv["actor_mode"].value, keep_address=keep)
+            keep = bool(fv["server_address"].present)
+            train(config, actor_mode=_flag(fv, "actor_mode"), keep_address=keep)
             return 0
         from seed_rl.learner.learner import Learner
 
@@ -226,10 +231,10 @@ def _run_actor(fv: flags.FlagValues) -> int:
     from seed_rl.transport.errors import TransportError
 
     try:
-        actor = Actor(fv["server_address"].value, fv["task"].value,
-                      auth_token=fv["auth_token"].value or os.environ.get(AUTH_TOKEN_ENV, ""),
-                      connect_timeout_s=fv["connect_timeout_s"].value, tls_ca_file=fv["tls_ca_file"].value,
-                      tls_server_name=fv["tls_server_name"].value)
+        actor = Actor(_flag(fv, "server_address"), _flag(fv, "task"),
+                      auth_token=_flag(fv, "auth_token") or os.environ.get(AUTH_TOKEN_ENV, ""),
+                      connect_timeout_s=_flag(fv, "connect_timeout_s"), tls_ca_file=_flag(fv, "tls_ca_file"),
+                      tls_server_name=_flag(fv, "tls_server_name"))
     except ValueError as e:  # an unreadable --tls_ca_file, --tls_server_name without it
         print(f"seed-rl actor {fv['task'].value}: {e}", file=sys.stderr)
         return 2
@@ -255,7 +260,7 @@ def _run_eval(fv: flags.FlagValues) -> int:
     if not fv["logdir"].value:
         print("seed-rl eval: --logdir is required", file=sys.stderr)
         return 2
-    returns = evaluate(fv["logdir"].value, num_episodes=fv["num_episodes"].value, greedy=fv["greedy"].value)
+    returns = evaluate(fv["logdir"].value, num_episodes=_flag(fv, "num_episodes"), greedy=_flag(fv, "greedy"))
     print(f"seed-rl eval: {len(returns)} episodes, mean return {sum(returns) / len(returns):.2f}, "
           f"min {min(returns):.2f}, max {max(returns):.2f}")
     return 0

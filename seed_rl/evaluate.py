@@ -50,7 +50,8 @@ def evaluate(logdir: str, num_episodes: int = 10, greedy: bool = False, env_id: 
             if greedy:
                 action = tf.cast(tf.argmax(output.policy_logits, axis=-1), tf.int32)
             prev_action = action
-            obs, reward, terminated, truncated, _ = env.step(int(action.numpy()[0]))
+            obs, step_reward, terminated, truncated, _ = env.step(int(action.numpy()[0]))
+            reward = float(step_reward)
             total += reward
             done = bool(terminated or truncated)
             if done:

@@ -67,7 +67,7 @@ class _EnvSlot:
         self.config = config
         self.env_id = env_id
         self.rng = rng
-        self.env = None
+        self.env: Any = None
         self.restart()
 
     def restart(self) -> None:

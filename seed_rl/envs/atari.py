@@ -180,7 +180,7 @@ class AtariPreprocessing(gymnasium.Wrapper):
         import cv2  # Lazy: only Atari needs OpenCV.
 
         self._cv2 = cv2
-        self._ale = env.unwrapped.ale
+        self._ale = env.unwrapped.ale  # type: ignore[attr-defined]  # an AtariEnv
         self.frame_skip = frame_skip
         self.max_random_noops = max_random_noops
         self.screen_size = screen_size

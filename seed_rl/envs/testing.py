@@ -41,7 +41,7 @@ import abc
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any, ClassVar, SupportsFloat
+from typing import Any, SupportsFloat
 
 import gymnasium
 import numpy as np
@@ -62,7 +62,7 @@ __all__ = [
 class _FakeEnv(gymnasium.Env, abc.ABC):
     """Shared bookkeeping: episode/step counters, action checks, reset-before-step."""
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": []}
 
     def __init__(self, env_id: int, length: int, num_actions: int):
         if length < 1:

@@ -11,7 +11,7 @@ that follows the Agent protocol (``initial_state``, ``act``) plugs in.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -181,8 +181,8 @@ class InferenceStep(tf.Module):
         self.input_signature = (tf.TensorSpec([None, 5], tf.int64), tf.TensorSpec([None, 2], tf.float32),
                                 self._observation_spec)
         self._compiled = tf.function(self._packed_step, input_signature=self.input_signature)
-        self._call = None
-        self._executor = _inline_executor()
+        self._call: Optional[Callable[[list], InferenceOutput]] = None
+        self._executor: Optional[Callable[[], Any]] = _inline_executor()
 
     def __call__(self, env_ids, run_ids, env_outputs: EnvOutput, raw_rewards) -> InferenceOutput:
         """One inference step over n rows (numpy arrays or tensors): see the module docstring."""

@@ -19,7 +19,7 @@ import math
 import os
 import threading
 import time
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -39,6 +39,9 @@ from seed_rl.learner.training import (
 from seed_rl.transport import tls as tls_lib
 from seed_rl.transport.server import InferenceServer
 from seed_rl.types import EnvOutput, StepBatch
+
+if TYPE_CHECKING:
+    from seed_rl.learner import replay as replay_lib
 
 log = logging.getLogger("seed_rl.learner")
 
@@ -114,8 +117,9 @@ class Learner:
             self.policy_version, num_overlapping_steps=self.agent.num_overlapping_steps,
             num_eval_envs=run.num_eval_envs)
         self.queue = UnrollQueue(run.resolved_unroll_queue_size)
-        self.replay = None
+        self.replay: Optional[replay_lib.PrioritizedReplay] = None
         self._replay_path = os.path.join(run.logdir, "replay", "replay.npz")
+        self.source: QueueSource | ReplaySource
         if self.agent.uses_replay:
             self.source = self._make_replay_source()
             self._initial_priorities = tf.function(self.agent.initial_priorities, reduce_retracing=True)
@@ -152,15 +156,15 @@ class Learner:
         print(f"seed_rl learner: the replay buffer ({agent_cfg.replay_buffer_size:,d} sequences of "
               f"{self.inference.store.full_length} steps) takes {required / 2**30:.2f} GiB", flush=True)
         replay_lib.check_memory(required, "the replay buffer")
-        self.replay = replay_lib.PrioritizedReplay(
+        self.replay = replay = replay_lib.PrioritizedReplay(
             agent_cfg.replay_buffer_size, spec, priority_exponent=agent_cfg.priority_exponent,
             importance_sampling_exponent=agent_cfg.importance_sampling_exponent, seed=self.config.run.seed,
             check=False)
         if agent_cfg.checkpoint_replay and os.path.exists(self._replay_path):
-            self.replay.load(self._replay_path)
-            print(f"seed_rl learner: restored {len(self.replay):,d} replay sequences from {self._replay_path}",
+            replay.load(self._replay_path)
+            print(f"seed_rl learner: restored {len(replay):,d} replay sequences from {self._replay_path}",
                   flush=True)
-        return ReplaySource(self.queue, self.replay, self.config.run.batch_size,
+        return ReplaySource(self.queue, replay, self.config.run.batch_size,
                             agent_cfg.insertions_per_step(self.config.run.batch_size),
                             agent_cfg.replay_buffer_min_size)
 

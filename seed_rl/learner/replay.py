@@ -492,7 +492,7 @@ class PrioritizedReplay:
         tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
         with self._lock:
             size = len(self)
-            arrays = {f"leaf_{i:04d}": buffer[:size] for i, buffer in enumerate(self._buffers)}
+            arrays: dict[str, Any] = {f"leaf_{i:04d}": buffer[:size] for i, buffer in enumerate(self._buffers)}
             arrays.update(
                 format_version=np.int64(_FORMAT_VERSION),
                 capacity=np.int64(self._capacity),
@@ -559,7 +559,7 @@ def _check_priorities(priorities: np.ndarray) -> None:
 
 def _read_npy_into(archive: zipfile.ZipFile, name: str, out: np.ndarray, path: str) -> None:
     """Reads the .npy member ``name`` of ``archive`` straight into the C-contiguous array ``out``."""
-    with archive.open(name) as f:
+    with archive.open(name) as f:  # a ZipExtFile: a buffered reader, with readinto
         major, minor = np.lib.format.read_magic(f)
         if (major, minor) == (1, 0):
             shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(f)
@@ -569,10 +569,10 @@ def _read_npy_into(archive: zipfile.ZipFile, name: str, out: np.ndarray, path: s
             raise ValueError(f"{path}: {name} has unsupported .npy format {major}.{minor}")
         if shape != out.shape or dtype != out.dtype or (fortran_order and out.ndim > 1):
             raise ValueError(f"{path}: {name} holds {dtype} {shape}, expected {out.dtype} {out.shape}")
-        view = memoryview(out.reshape(-1).view(np.uint8))
+        view = out.reshape(-1).view(np.uint8).data
         filled = 0
         while filled < len(view):
-            n = f.readinto(view[filled:])
+            n = f.readinto(view[filled:])  # type: ignore[attr-defined]
             if not n:
                 raise ValueError(f"{path}: {name} is truncated")
             filled += n

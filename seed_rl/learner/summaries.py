@@ -35,7 +35,7 @@ class Episode(NamedTuple):
 class MetricAccumulator:
     """Averages dicts of scalars between two writes."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._sums: Dict[str, float] = collections.defaultdict(float)
         self._counts: Dict[str, int] = collections.defaultdict(int)
 

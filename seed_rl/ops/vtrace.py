@@ -123,7 +123,7 @@ def from_importance_weights(
     bootstrap_value = _as_float32("bootstrap_value", bootstrap_value)
     clip_rho_threshold = _scalar_or_none("clip_rho_threshold", clip_rho_threshold)
     clip_pg_rho_threshold = _scalar_or_none("clip_pg_rho_threshold", clip_pg_rho_threshold)
-    if lambda_ is None or (isinstance(lambda_, numbers.Real) and not 0.0 <= lambda_ <= 1.0):
+    if lambda_ is None or (isinstance(lambda_, numbers.Real) and not 0.0 <= float(lambda_) <= 1.0):
         raise ValueError(f"V-trace: `lambda_` must be in [0, 1], got {lambda_}.")
     lambda_ = _scalar_or_none("lambda_", lambda_)
 

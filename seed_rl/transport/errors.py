@@ -93,7 +93,7 @@ def status_code_of(error: TransportError) -> grpc.StatusCode:
     if error.code is not None:
         return error.code
     for cls in type(error).__mro__:
-        code = _ERROR_TO_CODE.get(cls)  # type: ignore[arg-type]
+        code = _ERROR_TO_CODE.get(cls)
         if code is not None:
             return code
     return grpc.StatusCode.INTERNAL

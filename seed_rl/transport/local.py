@@ -194,13 +194,13 @@ class _Connection:
                 if error is None:
                     try:
                         reply = pb.LocalStreamReply(actions=self._core.encode_actions(future.result()))
-                    except _Abort as abort:
-                        error = abort
+                    except _Abort as refusal:
+                        error = refusal
                 if error is not None:
-                    abort = error if isinstance(error, _Abort) else self._core.abort_for(error)
+                    status = error if isinstance(error, _Abort) else self._core.abort_for(error)
                     reply = pb.LocalStreamReply(
                         error=pb.StreamStatus(
-                            code=abort.code.value[0], details=abort.details, reason=abort.reason
+                            code=status.code.value[0], details=status.details, reason=status.reason
                         )
                     )
                     ended = True

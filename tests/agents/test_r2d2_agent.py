@@ -1,6 +1,7 @@
 """The R2D2 agent: Ape-X epsilons, epsilon-greedy acting, loss and priorities, target copies, eval envs."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from seed_rl.agents.r2d2 import R2D2Config
@@ -123,3 +124,10 @@ def test_needs_a_training_env():
 
     with pytest.raises(ValueError, match="num_eval_envs"):
         _agent(num_envs=2, num_eval_envs=2)
+
+
+def test_a_nested_observation_is_refused_with_a_clear_error():
+    nested = {"pixels": ArraySpec((4, 4, 1), "uint8"), "state": ArraySpec((3,), "float32")}
+    with pytest.raises(ValueError, match="one array observation"):
+        R2D2Agent(R2D2Config(torso="mlp", mlp_sizes=(8,), stack_size=1, lstm_size=8, hidden_size=8), nested,
+                  ArraySpec((), "int32", num_values=3), num_envs=2)

@@ -37,6 +37,9 @@ def ape_x_epsilons(num_train_envs: int, base: float = 0.4, alpha: float = 7.0) -
 
 
 def build_network(config: R2D2Config, observation_spec: ObservationSpec, action_spec: ArraySpec):
+    if not isinstance(observation_spec, ArraySpec):
+        raise ValueError(f"R2D2's network takes one array observation; this environment's is a nest: "
+                         f"{observation_spec}")
     torso = MLPTorso(config.mlp_sizes) if config.torso == "mlp" else None
     return DuelingLSTMDQNNet(action_spec.num_values, tuple(observation_spec.shape), stack_size=config.stack_size,
                              torso=torso, lstm_size=config.lstm_size, hidden_size=config.hidden_size)
