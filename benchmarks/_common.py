@@ -125,6 +125,31 @@ def update_results(name: str, title: str, body: str, path: str = RESULTS_PATH) -
             f.write(f"\n<!-- BEGIN {n} -->\n{sections[n]}<!-- END {n} -->\n")
 
 
+def report(name: str, title: str, body: str, t_script: float, write: bool = True) -> None:
+    """Prints a benchmark's section and, unless ``write`` is false (``--no_write``), puts it into RESULTS.md."""
+    print()
+    print(body)
+    print(f"(script wall time {time.monotonic() - t_script:.0f} s)")
+    if write:
+        update_results(name, title, body)
+        print(f"wrote {RESULTS_PATH}")
+
+
+def add_e2e_arguments(parser, *, what: str) -> None:
+    """The flags the Atari end-to-end benchmarks share (``what``: the unit of ``--batch_size``)."""
+    parser.add_argument("--game", default="Pong")
+    parser.add_argument("--num_actors", type=int, default=2)
+    parser.add_argument("--env_batch_size", type=int, default=4)
+    parser.add_argument("--seconds", type=float, default=60.0, help="e2e measurement window")
+    parser.add_argument("--warmup", type=float, default=15.0, help="seconds after the 2nd train step")
+    parser.add_argument("--startup_timeout", type=float, default=240.0)
+    parser.add_argument("--inference_seconds", type=float, default=5.0, help="(a) loop length, per phase")
+    parser.add_argument("--train_steps", type=int, default=6, help="(b) timed steps, per phase")
+    parser.add_argument("--profile", action="store_true", help="sample the learner's Python stacks in (c)")
+    parser.add_argument("--no_write", action="store_true", help="print only; leave RESULTS.md alone")
+    parser.add_argument("--batch_size", type=int, default=8, help=f"{what} per train step")
+
+
 def run_facts(load_before: str) -> str:
     """The lines every section starts with: date, command, load average before the run."""
     return (f"Run on {now_string()}: `{command_line()}` (from the repository root, in `.venv`).  \n"

@@ -206,12 +206,7 @@ def main() -> int:
         + "\nWhere the memory comes from (a fresh interpreter importing what the actor imports, then creating the "
         "envs; the same imports as the actor, without the gRPC channel):\n\n" + cost_table
     )
-    print()
-    print(body)
-    print(f"(script wall time {time.monotonic() - t_script:.0f} s)")
-    if not args.no_write:
-        _common.update_results("actor_memory", "Actor process memory (4 Atari envs)", body)
-        print(f"wrote {_common.RESULTS_PATH}")
+    _common.report("actor_memory", "Actor process memory (4 Atari envs)", body, t_script, write=not args.no_write)
     return 0
 
 

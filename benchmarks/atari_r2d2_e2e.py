@@ -67,43 +67,19 @@ class R2D2IsolatedCompute(IsolatedCompute):
     """The R2D2 learner's work on its own: the inference step (with the handler's initial priorities), the train
     step and the replay operations of ``ReplaySource`` around it."""
 
-    def __init__(self, config: Config, frames: np.ndarray):  # noqa: D107 - replaces the V-trace construction
-        import tensorflow as tf
-
-        from seed_rl import agents as agents_lib
+    def __init__(self, config: Config, frames: np.ndarray):
         from seed_rl.learner import replay as replay_lib
-        from seed_rl.learner.inference import InferenceStep
-        from seed_rl.learner.learner import frames_per_train_step, replay_lib_spec, total_train_steps
-        from seed_rl.learner.training import Trainer
+        from seed_rl.learner.learner import frames_per_train_step, replay_lib_spec
 
-        self.tf = tf
-        run = config.run
-        obs_spec, act_spec = env_specs(config.env)
-        self.config = config
-        self.frames = frames
-        self.rows = run.resolved_inference_batch_size
-        self.num_envs = run.resolved_num_envs
-        self.repeats = config.env.num_action_repeats
+        super().__init__(config, frames)
+        run, a = config.run, config.agent
         self.frames_per_step = frames_per_train_step(config)
-        self.insertions = config.agent.insertions_per_step(run.batch_size)
-        tf.random.set_seed(run.seed)
-        # As Learner: the agent knows the env-id layout (Ape-X epsilon per env), the store overlaps by burn-in.
-        self.agent = agents_lib.make_agent(config.agent_name, config.agent, obs_spec, act_spec,
-                                           num_envs=self.num_envs, num_eval_envs=run.num_eval_envs)
-        self.policy_version = tf.Variable(0, dtype=tf.int64, trainable=False)
-        self.inference = InferenceStep(self.agent, obs_spec, self.num_envs, run.unroll_length, self.repeats,
-                                       self.policy_version, num_overlapping_steps=self.agent.num_overlapping_steps,
-                                       num_eval_envs=run.num_eval_envs)
-        self.trainer = Trainer(self.agent, self.agent.make_optimizer(total_train_steps(config)),
-                               self.policy_version)
-        self._initial_priorities = tf.function(self.agent.initial_priorities, reduce_retracing=True)
-        a = config.agent
+        self.insertions = a.insertions_per_step(run.batch_size)
+        self._initial_priorities = self.tf.function(self.agent.initial_priorities, reduce_retracing=True)
         self.replay = replay_lib.PrioritizedReplay(
             a.replay_buffer_size, replay_lib_spec(self.inference.store, self.agent),
             priority_exponent=a.priority_exponent, importance_sampling_exponent=a.importance_sampling_exponent,
             seed=run.seed, check=False)
-        self.run_ids = np.arange(1, self.num_envs + 1, dtype=np.int64) * 7919
-        self.calls = 0
         self.completions = 0
         self.priority_seconds = 0.0
         self.unrolls: list = []  # (unroll, initial priority), as the learner puts them on its queue
@@ -219,23 +195,13 @@ def preset_replay_memory() -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--game", default="Pong")
-    parser.add_argument("--num_actors", type=int, default=2)
-    parser.add_argument("--env_batch_size", type=int, default=4)
-    parser.add_argument("--batch_size", type=int, default=8, help="sequences per train step (preset: 64)")
+    _common.add_e2e_arguments(parser, what="sequences (preset: 64)")
     parser.add_argument("--unroll_length", type=int, default=20, help="preset: 100")
     parser.add_argument("--burn_in", type=int, default=8, help="preset: 40")
     parser.add_argument("--replay_buffer_size", type=int, default=200, help="sequences (preset: 100)")
     parser.add_argument("--replay_buffer_min_size", type=int, default=16, help="preset: 10")
     parser.add_argument("--replay_ratio", type=float, default=1.5, help="preset: 1.5")
     parser.add_argument("--unroll_queue_size", type=int, default=16, help="preset: 100")
-    parser.add_argument("--seconds", type=float, default=60.0, help="e2e measurement window")
-    parser.add_argument("--warmup", type=float, default=15.0, help="seconds after the 2nd train step")
-    parser.add_argument("--startup_timeout", type=float, default=240.0)
-    parser.add_argument("--inference_seconds", type=float, default=5.0, help="(a) loop length, per phase")
-    parser.add_argument("--train_steps", type=int, default=6, help="(b) timed steps, per phase")
-    parser.add_argument("--profile", action="store_true", help="sample the learner's Python stacks in (c)")
-    parser.add_argument("--no_write", action="store_true", help="print only; leave RESULTS.md alone")
     args = parser.parse_args()
 
     load_before = _common.loadavg()
@@ -334,12 +300,7 @@ def main() -> int:
         body += "\nWhere the learner's Python threads are (sampled every 5 ms during the window):\n\n" + \
             e2e["sampler"].table(groups, top=5)
     body += "\n" + memory_line
-    print()
-    print(body)
-    print(f"(script wall time {time.monotonic() - t_script:.0f} s)")
-    if not args.no_write:
-        _common.update_results("atari_r2d2_e2e", "Atari R2D2 end to end vs compute ceiling", body)
-        print(f"wrote {_common.RESULTS_PATH}")
+    _common.report("atari_r2d2_e2e", "Atari R2D2 end to end vs compute ceiling", body, t_script, write=not args.no_write)
     return 0
 
 

@@ -73,7 +73,9 @@ def real_frames(config: Config, n: int) -> np.ndarray:
 
 
 class IsolatedCompute:
-    """The learner's two compiled functions on their own: the inference step and the train step."""
+    """The learner's two compiled functions on their own: the inference step and the train step, built for the
+    config's agent as ``Learner`` builds them (the agent knows the env-id layout; the unroll store overlaps by the
+    agent's ``num_overlapping_steps``)."""
 
     def __init__(self, config: Config, frames: np.ndarray):
         import tensorflow as tf
@@ -92,10 +94,12 @@ class IsolatedCompute:
         self.num_envs = run.resolved_num_envs
         self.repeats = config.env.num_action_repeats
         tf.random.set_seed(run.seed)
-        self.agent = agents_lib.make_agent(config.agent_name, config.agent, obs_spec, act_spec)
+        self.agent = agents_lib.make_agent(config.agent_name, config.agent, obs_spec, act_spec,
+                                           num_envs=self.num_envs, num_eval_envs=run.num_eval_envs)
         self.policy_version = tf.Variable(0, dtype=tf.int64, trainable=False)
         self.inference = InferenceStep(self.agent, obs_spec, self.num_envs, run.unroll_length, self.repeats,
-                                       self.policy_version)
+                                       self.policy_version, num_overlapping_steps=self.agent.num_overlapping_steps,
+                                       num_eval_envs=run.num_eval_envs)
         self.trainer = Trainer(self.agent, self.agent.make_optimizer(total_train_steps(config)),
                                self.policy_version)
         self.run_ids = np.arange(1, self.num_envs + 1, dtype=np.int64) * 7919
@@ -166,18 +170,8 @@ class IsolatedCompute:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--game", default="Pong")
-    parser.add_argument("--num_actors", type=int, default=2)
-    parser.add_argument("--env_batch_size", type=int, default=4)
-    parser.add_argument("--batch_size", type=int, default=8, help="unrolls per train step (preset: 32)")
+    _common.add_e2e_arguments(parser, what="unrolls (preset: 32)")
     parser.add_argument("--unroll_length", type=int, default=20)
-    parser.add_argument("--seconds", type=float, default=60.0, help="e2e measurement window")
-    parser.add_argument("--warmup", type=float, default=15.0, help="seconds after the 2nd train step")
-    parser.add_argument("--startup_timeout", type=float, default=240.0)
-    parser.add_argument("--inference_seconds", type=float, default=5.0, help="(a) loop length, per phase")
-    parser.add_argument("--train_steps", type=int, default=6, help="(b) timed steps, per phase")
-    parser.add_argument("--profile", action="store_true", help="sample the learner's Python stacks in (c)")
-    parser.add_argument("--no_write", action="store_true", help="print only; leave RESULTS.md alone")
     args = parser.parse_args()
 
     load_before = _common.loadavg()
@@ -250,12 +244,7 @@ def main() -> int:
         groups = ["seed_rl-batcher", "training", "seed_rl-grpc_*", "launcher", "MainThread"]
         body += "\nWhere the learner's Python threads are (sampled every 5 ms during the window):\n\n" + \
             e2e["sampler"].table(groups, top=5)
-    print()
-    print(body)
-    print(f"(script wall time {time.monotonic() - t_script:.0f} s)")
-    if not args.no_write:
-        _common.update_results("atari_vtrace_e2e", "Atari V-trace end to end vs compute ceiling", body)
-        print(f"wrote {_common.RESULTS_PATH}")
+    _common.report("atari_vtrace_e2e", "Atari V-trace end to end vs compute ceiling", body, t_script, write=not args.no_write)
     return 0
 
 

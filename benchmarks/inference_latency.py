@@ -245,12 +245,7 @@ def main() -> int:
         f"batcher's mean per batch (for the learner: the TF inference step, table updates and unroll bookkeeping).\n\n"
         + table
     )
-    print()
-    print(body)
-    print(f"(script wall time {time.monotonic() - t_script:.0f} s)")
-    if not args.no_write:
-        _common.update_results("inference_latency", "Inference round trip: learner vs raw gRPC", body)
-        print(f"wrote {_common.RESULTS_PATH}")
+    _common.report("inference_latency", "Inference round trip: learner vs raw gRPC", body, t_script, write=not args.no_write)
     return 0
 
 

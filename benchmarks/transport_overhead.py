@@ -248,13 +248,7 @@ def main() -> int:
         groups = ["seed_rl-batcher", "training", "seed_rl-grpc_*"]
         body += ("\nWhere the learner's Python threads are, training window (sampled every 5 ms):\n\n"
                  + train["sampler"].table(groups, top=6))
-    print()
-    print(body)
-    print(f"(script wall time {time.monotonic() - t_script:.0f} s)")
-    if not args.no_write:
-        _common.update_results("transport_overhead", "Transport overhead: full loop vs bare envs (tiny network)",
-                               body)
-        print(f"wrote {_common.RESULTS_PATH}")
+    _common.report("transport_overhead", "Transport overhead: full loop vs bare envs (tiny network)", body, t_script, write=not args.no_write)
     return 0
 
 
