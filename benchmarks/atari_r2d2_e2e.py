@@ -300,7 +300,8 @@ def main() -> int:
         body += "\nWhere the learner's Python threads are (sampled every 5 ms during the window):\n\n" + \
             e2e["sampler"].table(groups, top=5)
     body += "\n" + memory_line
-    _common.report("atari_r2d2_e2e", "Atari R2D2 end to end vs compute ceiling", body, t_script, write=not args.no_write)
+    _common.report("atari_r2d2_e2e", "Atari R2D2 end to end vs compute ceiling",
+                   body, t_script, write=not args.no_write)
     return 0
 
 

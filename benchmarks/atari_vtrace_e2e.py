@@ -244,7 +244,8 @@ def main() -> int:
         groups = ["seed_rl-batcher", "training", "seed_rl-grpc_*", "launcher", "MainThread"]
         body += "\nWhere the learner's Python threads are (sampled every 5 ms during the window):\n\n" + \
             e2e["sampler"].table(groups, top=5)
-    _common.report("atari_vtrace_e2e", "Atari V-trace end to end vs compute ceiling", body, t_script, write=not args.no_write)
+    _common.report("atari_vtrace_e2e", "Atari V-trace end to end vs compute ceiling",
+                   body, t_script, write=not args.no_write)
     return 0
 
 

@@ -245,7 +245,8 @@ def main() -> int:
         f"batcher's mean per batch (for the learner: the TF inference step, table updates and unroll bookkeeping).\n\n"
         + table
     )
-    _common.report("inference_latency", "Inference round trip: learner vs raw gRPC", body, t_script, write=not args.no_write)
+    _common.report("inference_latency", "Inference round trip: learner vs raw gRPC",
+                   body, t_script, write=not args.no_write)
     return 0
 
 

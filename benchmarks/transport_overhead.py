@@ -248,7 +248,8 @@ def main() -> int:
         groups = ["seed_rl-batcher", "training", "seed_rl-grpc_*"]
         body += ("\nWhere the learner's Python threads are, training window (sampled every 5 ms):\n\n"
                  + train["sampler"].table(groups, top=6))
-    _common.report("transport_overhead", "Transport overhead: full loop vs bare envs (tiny network)", body, t_script, write=not args.no_write)
+    _common.report("transport_overhead", "Transport overhead: full loop vs bare envs (tiny network)",
+                   body, t_script, write=not args.no_write)
     return 0
 
 

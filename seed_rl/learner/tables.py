@@ -69,6 +69,11 @@ class UnrollStore(tf.Module):
     def __init__(self, num_envs: int, unroll_length: int, specs, num_overlapping_steps: int = 0,
                  name: str = "unroll_store"):
         super().__init__(name=name)
+        if unroll_length < 1 or num_overlapping_steps < 0:
+            # With unroll_length 0 every kept tail would fill the env's rows and the next step would land in the
+            # next env's rows.
+            raise ValueError(f"UnrollStore needs unroll_length >= 1 and num_overlapping_steps >= 0, got "
+                             f"{unroll_length} and {num_overlapping_steps}")
         self.num_envs = num_envs
         self.unroll_length = unroll_length
         self.overlap = num_overlapping_steps
@@ -87,6 +92,7 @@ class UnrollStore(tf.Module):
         Returns ``(completed [N] bool, completed_env_ids [C], unrolls [C, full_length, ...])``.
         """
         length = self.full_length
+        env_ids = tf.convert_to_tensor(env_ids, tf.int32)
         index = tf.gather(self._index, env_ids)
         rows = env_ids * length + index
         tf.nest.map_structure(

@@ -297,7 +297,8 @@ class _Core:
         if self.auth_token and not hmac.compare_digest(token.encode(), self.auth_token.encode()):
             raise _Abort(
                 grpc.StatusCode.UNAUTHENTICATED,
-                "missing or wrong auth token: start the actor with the learner's auth_token",
+                "missing or wrong auth token: start the actor with the learner's auth_token (--auth_token or "
+                "$SEED_RL_AUTH_TOKEN)",
                 "auth",
             )
 

@@ -120,8 +120,6 @@ def test_flipped_reward_changes_the_targets():
 
 
 def test_needs_a_training_env():
-    import pytest
-
     with pytest.raises(ValueError, match="num_eval_envs"):
         _agent(num_envs=2, num_eval_envs=2)
 

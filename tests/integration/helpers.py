@@ -22,7 +22,7 @@ class TrainProcess:
     def __init__(self, logdir: str, *flags: str, env: Optional[dict] = None):
         self.logdir = logdir
         cmd = [sys.executable, "-m", "seed_rl", "train", f"--logdir={logdir}", *flags]
-        env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2", **(env or {}))
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})}
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         self.lines: List[str] = []
         self._cond = threading.Condition()

@@ -89,3 +89,16 @@ def test_env_table_read_replace_add_reset():
     table.reset(tf.constant([3]))
     a, _ = table.read(tf.constant([3]))
     assert a.numpy().tolist() == [0]
+
+
+def test_append_takes_a_python_list_of_env_ids():
+    store = _store(unroll_length=1, num_envs=2)
+    store.append([1, 0], tf.constant([10, 20], tf.int32))
+    _, completed_ids, unrolls = store.append([0, 1], tf.constant([21, 11], tf.int32))
+    assert completed_ids.numpy().tolist() == [0, 1]
+    assert unrolls.numpy().tolist() == [[20, 21], [10, 11]]
+
+
+def test_an_unroll_needs_at_least_one_step():
+    with pytest.raises(ValueError, match="unroll_length >= 1"):
+        _store(unroll_length=0)
