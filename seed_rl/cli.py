@@ -203,19 +203,25 @@ def main(argv: Sequence[str]) -> int:
     except ValueError as e:
         print(f"seed-rl {command}: {e}", file=sys.stderr)
         return 2
+    # Building the learner checks what a config can get wrong (an unknown env id, specs an agent cannot take, a
+    # replay buffer that would not fit): one line and exit code 2. Errors while training keep their traceback.
     try:
         if command == "train":
-            from seed_rl.launch.local import train
+            from seed_rl.launch.local import LocalRun, on_free_loopback_port
 
-            keep = bool(fv["server_address"].present)
-            train(config, actor_mode=_flag(fv, "actor_mode"), keep_address=keep)
-            return 0
-        from seed_rl.learner.learner import Learner
+            if not fv["server_address"].present:
+                config = on_free_loopback_port(config)
+            local = LocalRun(config, actor_mode=_flag(fv, "actor_mode"))
+        else:
+            from seed_rl.learner.learner import Learner
 
-        learner = Learner(config)
-    except MemoryError as e:  # the replay buffer would not fit: say so instead of dying later
+            learner = Learner(config)
+    except (MemoryError, ValueError) as e:
         print(f"seed-rl {command}: {e}", file=sys.stderr)
         return 2
+    if command == "train":
+        local.run()  # stops on Ctrl-C / SIGTERM itself
+        return 0
     import signal
 
     signal.signal(signal.SIGTERM, lambda *_: learner.stop())

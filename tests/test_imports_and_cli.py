@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 
 def _run(code: str) -> str:
     return subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
@@ -59,6 +61,16 @@ def test_unknown_env_family_is_a_clear_error():
     res = _cli("train", "--env=nethack", "--logdir=/tmp/seed_rl_never_created")
     assert res.returncode == 2
     assert "nethack" in res.stderr
+
+
+@pytest.mark.parametrize("command", ["train", "learner"])
+def test_an_unknown_env_id_is_one_line_and_exit_code_2_before_any_run_directory(tmp_path, command):
+    logdir = tmp_path / "run"
+    res = _cli(command, "--env=classic", "--env_name=CartPol-v1", f"--logdir={logdir}", "--server_address=127.0.0.1:0")
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert f"seed-rl {command}: unknown gymnasium id 'CartPol-v1'" in res.stderr
+    assert "Traceback" not in res.stderr
+    assert not logdir.exists()
 
 
 def test_a_replay_that_does_not_fit_is_refused_with_a_clear_message(tmp_path):

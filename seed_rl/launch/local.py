@@ -156,13 +156,18 @@ class LocalRun:
                 item[1].join(timeout=timeout)
 
 
+def on_free_loopback_port(config: Config) -> Config:
+    """``config`` with the learner listening on a free loopback port (what a local run needs by default)."""
+    return replace(config, run=replace(config.run, server_address="127.0.0.1:0"))
+
+
 def train(config: Config, actor_mode: str = "process", status_stream=None, keep_address: bool = False) -> LocalRun:
     """Trains locally (learner here, actors as processes or threads) and returns the finished run.
 
     The learner binds a free loopback port unless ``keep_address`` (then ``config.run.server_address`` is used).
     """
     if not keep_address:
-        config = replace(config, run=replace(config.run, server_address="127.0.0.1:0"))
+        config = on_free_loopback_port(config)
     run = LocalRun(config, actor_mode=actor_mode, status_stream=status_stream)
     run.run()
     return run
