@@ -15,7 +15,7 @@ import json
 from typing import Any, Mapping, TypeVar
 
 AUTH_TOKEN_ENV = "SEED_RL_AUTH_TOKEN"
-"""Environment variable holding the shared secret when ``--auth_token`` is not given (learner and actors)."""
+"""Environment variable holding the shared secret when ``--auth_token`` is empty (learner and actors)."""
 
 __all__ = ["EnvConfig", "RunConfig", "Config", "field", "auto_inference_batch_size"]
 
