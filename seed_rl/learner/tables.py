@@ -101,11 +101,12 @@ class UnrollStore(tf.Module):
         index += 1
         completed = tf.equal(index, length)
         completed_ids = tf.boolean_mask(env_ids, completed)
-        unroll_rows = completed_ids[:, tf.newaxis] * length + tf.range(length)[tf.newaxis]  # [C, full_length]
+        first_rows = completed_ids[:, tf.newaxis] * length  # [C, 1]
+        unroll_rows = first_rows + tf.range(length)[tf.newaxis]  # [C, full_length]
         unrolls = tf.nest.map_structure(lambda v: tf.gather(v, unroll_rows), self._vars)
         keep = self.overlap + 1
         # The last `keep` steps of a completed unroll start the next one.
-        head_rows = tf.reshape(completed_ids[:, tf.newaxis] * length + tf.range(keep)[tf.newaxis], [-1])
+        head_rows = tf.reshape(first_rows + tf.range(keep)[tf.newaxis], [-1])
         tf.nest.map_structure(
             lambda v, u: _writable(v) and v.scatter_update(tf.IndexedSlices(
                 tf.reshape(u[:, length - keep:], tf.concat([[-1], tf.shape(u)[2:]], 0)), head_rows)),
