@@ -124,6 +124,11 @@ class RunConfig:
         "the gRPC stream, a fraction of its CPU per message; the handshake stays on gRPC). Actors on other "
         "hosts use gRPC. Linux only."
     )
+    fast_inference_call: bool = field(
+        True, "Call the compiled inference step through TensorFlow's internal flat-call path and, on a CPU-only "
+        "learner, its single-threaded executor (less Python per call, see benchmarks/RESULTS.md); off: the public "
+        "tf.function call. Both give identical results."
+    )
     seed: int = field(0, "Seed for the learner's and actors' random number generators.")
 
     @property

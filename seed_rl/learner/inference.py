@@ -16,7 +16,7 @@ from typing import Any, Callable, NamedTuple, Optional
 import numpy as np
 import tensorflow as tf
 
-from seed_rl.learner import specs as specs_lib
+from seed_rl.ops import specs as specs_lib
 from seed_rl.learner.tables import EnvTable, UnrollStore
 from seed_rl.types import EnvOutput, Unroll
 

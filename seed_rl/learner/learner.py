@@ -398,7 +398,7 @@ class _Policy(tf.Module):
 
     def __init__(self, agent, observation_spec):
         super().__init__(name="policy")
-        from seed_rl.learner import specs as specs_lib
+        from seed_rl.ops import specs as specs_lib
 
         # Track the raw tf.Variables, not the Keras model: Keras 3 layers add a `serving_default` of their own
         # that cannot trace our multi-input call.

@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from seed_rl.agents.r2d2 import R2D2Config
 from seed_rl.agents.r2d2.agent import AgentOutput, R2D2Agent, ape_x_epsilons, priorities_from_td
-from seed_rl.learner.specs import zeros_env_output
+from seed_rl.ops.specs import zeros_env_output
 from seed_rl.types import ArraySpec, EnvOutput, Unroll
 
 OBS = ArraySpec((4,), "float32")

@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from seed_rl.agents.vtrace import VTraceAgent, VTraceConfig
-from seed_rl.learner.specs import zeros_env_output
+from seed_rl.ops.specs import zeros_env_output
 from seed_rl.types import ArraySpec, EnvOutput, Unroll
 
 OBS = ArraySpec((4,), "float32")

@@ -133,7 +133,7 @@ class R2D2Agent:
 
     # -- helpers -----------------------------------------------------------------------------------------------
     def _build(self) -> None:
-        from seed_rl.learner.specs import zeros_env_output
+        from seed_rl.ops.specs import zeros_env_output
 
         env_output = zeros_env_output(self.observation_spec, 1)
         for net in (self.network, self.target_network):

@@ -127,7 +127,7 @@ class VTraceAgent:
     # -- helpers -----------------------------------------------------------------------------------------------
     def _build(self) -> None:
         """Creates the variables by running one step on zeros."""
-        from seed_rl.learner.specs import zeros_env_output  # local import: learner helpers, no cycle at import
+        from seed_rl.ops.specs import zeros_env_output  # local import: learner helpers, no cycle at import
 
         env_output = zeros_env_output(self.observation_spec, 1)
         self.act(tf.zeros([1], tf.int32), env_output, self.initial_state(1))

@@ -1,4 +1,5 @@
-"""Conversions between the transport's ArraySpecs and TensorFlow specs/tensors."""
+"""TensorFlow specs and tensors from the transport's ArraySpecs: shared by agents (to build their networks) and
+the learner (the inference step's signature and tables)."""
 
 from __future__ import annotations
 
