@@ -32,7 +32,9 @@ from seed_rl.protos import REASON_METADATA_KEY
 from seed_rl.protos import seed_rl_pb2_grpc as pb_grpc
 from seed_rl.transport import InferenceServer, LearnerClient
 from seed_rl.transport.batcher import DynamicBatcher
-from seed_rl.transport.server import _SERVER_OPTIONS, _Abort, _Core
+from seed_rl.transport.server import SERVER_OPTIONS as _SERVER_OPTIONS
+from seed_rl.transport.session import Refusal as _Abort
+from seed_rl.transport.session import SessionCore as _Core
 from seed_rl.types import ArraySpec, EnvOutput, StepBatch
 
 OBS_SPEC = ArraySpec(shape=(84, 84, 4), dtype="uint8")

@@ -1,0 +1,228 @@
+"""The same-host stream, learner side: the Unix-socket listener and one handler per actor connection.
+
+:class:`LocalStreamServer` listens on a fresh Linux abstract socket (its address is offered in every handshake, see
+seed_rl/transport/local.py for the framing and the actor's end) and serves each connection with the server's
+:class:`~seed_rl.transport.session.SessionCore`: the same session and token checks, validation, batcher and
+counters as the gRPC ``Stream``. Answers go back in send order with up to
+:data:`~seed_rl.transport.session.MAX_READ_AHEAD` messages in flight; a refusal is sent as a ``StreamStatus``
+reply after the earlier messages' actions, and then the connection is closed.
+
+Learner side only (seed_rl/transport/server.py starts it); an actor never imports this module. Imports no
+TensorFlow.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import secrets
+import socket
+import threading
+from typing import Any
+
+import grpc
+
+from seed_rl.protos import SESSION_METADATA_KEY, TOKEN_METADATA_KEY
+from seed_rl.protos import seed_rl_pb2 as pb
+from seed_rl.transport.local import (
+    ADDRESS_PREFIX,
+    READ_BUFFER_BYTES,
+    read_frame,
+    send_frame,
+    shutdown_socket,
+    socket_name,
+)
+from seed_rl.transport.session import MAX_READ_AHEAD, Refusal, SessionCore
+
+__all__ = ["LocalStreamServer"]
+
+_ACCEPT_POLL_S = 0.25
+
+
+class _Connection:
+    """One actor's local stream on the learner: a reader thread queues its messages with the batcher; each
+    answer is written by whichever thread completes it (the batcher's), oldest first, under ``_lock``."""
+
+    def __init__(self, core: SessionCore, sock: socket.socket, on_close: Any) -> None:
+        self._core = core
+        self._sock = sock
+        self._on_close = on_close
+        self._lock = threading.Lock()
+        # (future, counted): counted futures are queued requests (in core.inflight); an uncounted one carries
+        # the Refusal that refused a message, answered after the earlier messages' actions.
+        self._outstanding: collections.deque[tuple[concurrent.futures.Future, bool]] = collections.deque()
+        self._room = threading.Semaphore(MAX_READ_AHEAD)
+        self._closed = False
+
+    def serve(self) -> None:
+        reader = self._sock.makefile("rb", buffering=READ_BUFFER_BYTES)
+        refused = False  # a refusal waits behind the earlier messages' answers; _flush closes after it
+        try:
+            session = self._core.open_stream(self._open_metadata(reader))
+            while True:
+                payload = read_frame(reader)
+                if payload is None:
+                    return  # the actor closed the stream or died: its unanswered messages are withdrawn
+                try:
+                    message = pb.StepBatch.FromString(payload)
+                except Exception as e:  # noqa: BLE001 - protobuf's DecodeError and friends
+                    raise Refusal(
+                        grpc.StatusCode.INVALID_ARGUMENT,
+                        f"StepBatch: not a valid serialized message ({e})",
+                        "invalid-message",
+                    ) from None
+                self._room.acquire()
+                if self._closed:
+                    return
+                future = self._core.submit(session, message)  # raises Refusal for a refused message
+                with self._lock:
+                    if self._closed:
+                        future.cancel()
+                        return
+                    self._outstanding.append((future, True))
+                self._core.add_inflight(1)
+                future.add_done_callback(self._flush)
+        except Refusal as abort:
+            refused = self._refuse(abort)
+        except ValueError as e:  # an oversized frame
+            refused = self._refuse(Refusal(grpc.StatusCode.INVALID_ARGUMENT, str(e), "invalid-message"))
+        except OSError:
+            pass  # the connection broke: the actor is gone
+        finally:
+            reader.close()
+            if not refused:
+                self.close()
+
+    def _open_metadata(self, reader: Any) -> tuple[tuple[str, str], ...]:
+        try:
+            payload = read_frame(reader, max_bytes=1 << 16)
+            opening = pb.LocalStreamOpen.FromString(payload if payload is not None else b"")
+        except Exception as e:  # noqa: BLE001 - an oversized or undecodable first frame
+            raise Refusal(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"the local stream must start with a LocalStreamOpen message ({e})",
+                "invalid-message",
+            ) from None
+        metadata: tuple[tuple[str, str], ...] = ()
+        if opening.session_id:
+            metadata += ((SESSION_METADATA_KEY, opening.session_id),)
+        if opening.auth_token:
+            metadata += ((TOKEN_METADATA_KEY, opening.auth_token),)
+        return metadata
+
+    def _refuse(self, abort: Exception) -> bool:
+        """Queues ``abort`` as the answer after the earlier messages' actions; False when already closed."""
+        refusal: concurrent.futures.Future = concurrent.futures.Future()
+        refusal.set_exception(abort)
+        with self._lock:
+            if self._closed:
+                return False
+            self._outstanding.append((refusal, False))
+        self._flush()
+        return True
+
+    def _flush(self, _done: concurrent.futures.Future | None = None) -> None:
+        """Writes the answers that are ready, oldest first; after an error reply, closes the connection."""
+        answered = 0
+        ended = False
+        with self._lock:
+            while self._outstanding and not self._closed and self._outstanding[0][0].done():
+                future, counted = self._outstanding.popleft()
+                answered += counted
+                if future.cancelled():
+                    continue
+                error = future.exception()
+                if error is None:
+                    try:
+                        reply = pb.LocalStreamReply(actions=self._core.encode_actions(future.result()))
+                    except Refusal as refusal:
+                        error = refusal
+                if error is not None:
+                    status = error if isinstance(error, Refusal) else self._core.abort_for(error)
+                    reply = pb.LocalStreamReply(
+                        error=pb.StreamStatus(
+                            code=status.code.value[0], details=status.details, reason=status.reason
+                        )
+                    )
+                    ended = True
+                try:
+                    send_frame(self._sock, reply.SerializeToString())
+                except OSError:
+                    ended = True  # the actor is gone
+                if ended:
+                    break
+        if answered:
+            self._core.add_inflight(-answered)
+            for _ in range(answered):
+                self._room.release()
+        if ended:
+            self.close()
+
+    def close(self) -> None:
+        """Withdraws every unanswered request and closes the socket; idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            doomed = [future for future, counted in self._outstanding if counted]
+            self._outstanding.clear()
+        for future in doomed:
+            future.cancel()
+        if doomed:
+            self._core.add_inflight(-len(doomed))
+        self._room.release()  # a reader waiting for room wakes, sees `closed` and ends
+        shutdown_socket(self._sock)
+        self._on_close(self)
+
+
+class LocalStreamServer:
+    """Listens on a fresh abstract Unix socket and serves each connection with ``core`` (see the module doc)."""
+
+    def __init__(self, core: SessionCore) -> None:
+        self._core = core
+        self.address = ADDRESS_PREFIX + f"seed_rl-{secrets.token_hex(16)}"
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(socket_name(self.address))
+        self._listener.listen(128)
+        self._listener.settimeout(_ACCEPT_POLL_S)
+        self._lock = threading.Lock()
+        self._connections: set[_Connection] = set()
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._accept, name="seed_rl-local-accept", daemon=True)
+        self._thread.start()
+
+    @property
+    def active_streams(self) -> int:
+        with self._lock:
+            return len(self._connections)
+
+    def _accept(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                sock, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return  # the listener was closed
+            sock.settimeout(None)
+            connection = _Connection(self._core, sock, self._forget)
+            with self._lock:
+                if self._stopped.is_set():
+                    shutdown_socket(sock)
+                    return
+                self._connections.add(connection)
+            threading.Thread(target=connection.serve, name="seed_rl-local-stream", daemon=True).start()
+
+    def _forget(self, connection: _Connection) -> None:
+        with self._lock:
+            self._connections.discard(connection)
+
+    def stop(self) -> None:
+        """Stops accepting and closes every connection (their actors see the learner go away)."""
+        self._stopped.set()
+        self._listener.close()
+        self._thread.join(timeout=2 * _ACCEPT_POLL_S + 1.0)
+        with self._lock:
+            connections = list(self._connections)
+        for connection in connections:
+            connection.close()
