@@ -68,18 +68,15 @@ class R2D2IsolatedCompute(IsolatedCompute):
     step and the replay operations of ``ReplaySource`` around it."""
 
     def __init__(self, config: Config, frames: np.ndarray):
-        from seed_rl.learner import replay as replay_lib
-        from seed_rl.learner.learner import frames_per_train_step, replay_lib_spec
+        from seed_rl.learner.training import frames_per_train_step, make_replay
 
         super().__init__(config, frames)
-        run, a = config.run, config.agent
-        self.frames_per_step = frames_per_train_step(config)
-        self.insertions = a.insertions_per_step(run.batch_size)
-        self._initial_priorities = self.tf.function(self.agent.initial_priorities, reduce_retracing=True)
-        self.replay = replay_lib.PrioritizedReplay(
-            a.replay_buffer_size, replay_lib_spec(self.inference.store, self.agent),
-            priority_exponent=a.priority_exponent, importance_sampling_exponent=a.importance_sampling_exponent,
-            seed=run.seed, check=False)
+        run, feed = config.run, self.agent.feed
+        self.frames_per_step = frames_per_train_step(feed, run.batch_size, run.unroll_length,
+                                                     config.env.num_action_repeats)
+        self.insertions = feed.insertions_per_step(run.batch_size)
+        self._initial_priorities = self.tf.function(feed.initial_priorities, reduce_retracing=True)
+        self.replay = make_replay(feed, self.inference.store, run.seed)
         self.completions = 0
         self.priority_seconds = 0.0
         self.unrolls: list = []  # (unroll, initial priority), as the learner puts them on its queue
@@ -132,9 +129,9 @@ class R2D2IsolatedCompute(IsolatedCompute):
             return self.replay.sample(b)
 
         def train(batch, weights):
-            metrics, outputs = self.trainer.step(batch, np.ones_like(weights))
+            metrics, priorities = self.trainer.step(batch, np.ones_like(weights))
             {k: float(v) for k, v in metrics.items()}
-            return np.asarray(outputs["priorities"], np.float64)
+            return np.asarray(priorities, np.float64)
 
         indices, weights, batch = replay_in(0)
         self.replay.update_priorities(indices, train(batch, weights))  # traces
@@ -160,13 +157,13 @@ class R2D2IsolatedCompute(IsolatedCompute):
 
 
 def preset_replay_memory() -> str:
-    """The replay memory of the unreduced presets, computed as Learner._make_replay_source does."""
+    """The replay memory of the unreduced presets, computed as the learner's make_replay does."""
     import tensorflow as tf
 
     from seed_rl import agents as agents_lib
     from seed_rl.learner import replay as replay_lib
     from seed_rl.learner.inference import InferenceStep
-    from seed_rl.learner.learner import replay_lib_spec
+    from seed_rl.learner.training import replay_sequence_spec
 
     parts = []
     for name in ("atari_r2d2", "atari_r2d2_gcp"):
@@ -176,8 +173,8 @@ def preset_replay_memory() -> str:
         # One env is enough: the per-sequence spec depends on the step layout and the full length only.
         store = InferenceStep(agent, obs_spec, 1, config.run.unroll_length, config.env.num_action_repeats,
                               tf.Variable(0, dtype=tf.int64), num_overlapping_steps=agent.num_overlapping_steps).store
-        spec = replay_lib_spec(store, agent)
-        size = config.agent.replay_buffer_size
+        spec = replay_sequence_spec(store)
+        size = agent.feed.capacity
         required = replay_lib.required_bytes(size, spec)
         per_seq = replay_lib.bytes_per_item(spec)
         parts.append((name, size, store.full_length, required, per_seq, config.env.num_action_repeats))

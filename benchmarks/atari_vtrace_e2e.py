@@ -100,8 +100,8 @@ class IsolatedCompute:
         self.inference = InferenceStep(self.agent, obs_spec, self.num_envs, run.unroll_length, self.repeats,
                                        self.policy_version, num_overlapping_steps=self.agent.num_overlapping_steps,
                                        num_eval_envs=run.num_eval_envs)
-        self.trainer = Trainer(self.agent, self.agent.make_optimizer(total_train_steps(config)),
-                               self.policy_version)
+        self.trainer = Trainer(self.agent, self.agent.make_optimizer(
+            total_train_steps(config, self.agent) * self.agent.schedule.updates_per_batch), self.policy_version)
         self.run_ids = np.arange(1, self.num_envs + 1, dtype=np.int64) * 7919
         self.calls = 0
         self.unrolls: list = []

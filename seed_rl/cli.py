@@ -1,8 +1,9 @@
 """The ``seed-rl`` command line: ``train`` (learner + local actors), ``learner``, ``actor``, ``eval``.
 
 This is the only module that parses flags. Flags are generated from the config dataclasses (their help text is
-the field's documentation); a run starts from a preset (``--preset``, default ``<env>_<agent>``) and every flag
-given on the command line overrides one field of it.
+the field's documentation), the options dataclass of every registered env family included (`seed_rl.envs`); a
+run starts from a preset (``--preset``, default ``<env>_<agent>``) and every flag given on the command line
+overrides one field of it. An env option given to a family that does not have it is an error.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 from absl import flags
 
 from seed_rl import agents as agents_lib
+from seed_rl import envs as envs_lib
 from seed_rl.config import AUTH_TOKEN_ENV, Config, EnvConfig, RunConfig, replace
 
 USAGE = """\
@@ -32,15 +34,32 @@ commands:
 """
 
 # Flag name -> (section, field). Environment fields get readable names; `--game` is an alias of `--env_name`.
-_ENV_FLAG_NAMES = {"family": "env", "name": "env_name", "seed": None}
+# `--seed` sets both seeds; the family's options have flags of their own (section "options").
+_ENV_FLAG_NAMES = {"family": "env", "name": "env_name", "seed": None, "options": None}
+
+# Flags of train/learner that are no config field.
+_OTHER_FLAGS = ("game", "agent", "preset", "actor_mode", "log_level")
 
 
 def _type_of(cls: type, name: str) -> Any:
     return typing.get_type_hints(cls)[name]
 
 
+def _families_with_option(name: str) -> List[str]:
+    """The registered env families whose options dataclass has a field ``name``."""
+    return [family for family in envs_lib.family_names() if name in _option_names(envs_lib.get_family(family))]
+
+
+def _option_names(family: envs_lib.EnvFamily) -> List[str]:
+    return [f.name for f in dataclasses.fields(family.options)] if family.options is not None else []
+
+
 def _collect_fields() -> List[Tuple[str, str, dataclasses.Field, Any]]:
-    """(flag name, section, field, type) for every configurable field, agents included."""
+    """(flag name, section, field, type) for every configurable field, agents and env families included.
+
+    An option that several families have is one flag (they must agree on its type). An option named like
+    another flag is a ValueError: the family must rename it.
+    """
     out = []
     for f in dataclasses.fields(EnvConfig):
         name = _ENV_FLAG_NAMES.get(f.name, f.name)
@@ -49,13 +68,30 @@ def _collect_fields() -> List[Tuple[str, str, dataclasses.Field, Any]]:
     for f in dataclasses.fields(RunConfig):
         out.append((f.name, "run", f, _type_of(RunConfig, f.name)))
     seen = {name for name, *_ in out}
-    for agent in agents_lib.AGENT_NAMES:
+    for agent in agents_lib.agent_names():
         cls = agents_lib.config_class(agent)
         for f in dataclasses.fields(cls):
             if f.name in seen:
                 continue
             seen.add(f.name)
             out.append((f.name, "agent", f, _type_of(cls, f.name)))
+    taken = seen | {"seed", *_OTHER_FLAGS}
+    options: Dict[str, Tuple[str, Any]] = {}
+    for family_name in envs_lib.family_names():
+        options_cls = envs_lib.get_family(family_name).options
+        if options_cls is None:
+            continue
+        for f in dataclasses.fields(options_cls):
+            typ = _type_of(options_cls, f.name)
+            if f.name in taken:
+                raise ValueError(f"env family {family_name!r}: option {f.name!r} has the name of another flag")
+            if f.name in options:
+                if options[f.name][1] != typ:
+                    raise ValueError(f"env family {family_name!r}: option {f.name!r} is a {typ}, but it is a "
+                                     f"{options[f.name][1]} in family {options[f.name][0]!r}")
+                continue
+            options[f.name] = (family_name, typ)
+            out.append((f.name, "options", f, typ))
     return out
 
 
@@ -83,9 +119,16 @@ def _make_flags(command: str) -> Tuple[flags.FlagValues, List[Tuple[str, str, da
         fields = _collect_fields()
         for name, section, f, typ in fields:
             default = f.default if f.default is not dataclasses.MISSING else None
-            _define(fv, name, typ, f"{f.metadata.get('help', '')} [{section}; default {default!r}]")
-        flags.DEFINE_string("game", None, "Alias of --env_name for Atari (e.g. Pong, Breakout).", flag_values=fv)
-        flags.DEFINE_string("agent", None, f"Agent: one of {', '.join(agents_lib.AGENT_NAMES)} [default vtrace].",
+            help_text = str(f.metadata.get("help", ""))
+            if section == "env" and f.name == "family":
+                help_text += " Registered: " + "; ".join(
+                    f"{family} ({envs_lib.get_family(family).description})" for family in envs_lib.family_names())
+            if section == "options":
+                section = f"env option of {', '.join(_families_with_option(name))}"
+            _define(fv, name, typ, f"{help_text} [{section}; default {default!r}]")
+        flags.DEFINE_string("game", None, "Alias of --env_name, for families whose envs are games (e.g. Pong).",
+                            flag_values=fv)
+        flags.DEFINE_string("agent", None, f"Agent: one of {', '.join(agents_lib.agent_names())} [default vtrace].",
                             flag_values=fv)
         flags.DEFINE_string("preset", None, "Named preset to start from; default <env>_<agent>.", flag_values=fv)
         if command == "train":
@@ -123,14 +166,20 @@ def _convert(value: Any, typ: Any) -> Any:
 
 
 def resolve_config(fv: flags.FlagValues, fields) -> Config:
-    """Preset + explicitly given flags -> Config."""
+    """Preset + explicitly given flags -> Config, with the env family checked and its options resolved.
+
+    Raises:
+      ValueError: unknown env family or preset, a flag that does not apply to the agent or the env family, or a
+        value a config refuses.
+    """
     from seed_rl.configs import get_preset
 
-    family = fv["env"].value if fv["env"].present else "classic"
+    family = str(fv["env"].value) if fv["env"].present else EnvConfig.family
+    envs_lib.get_family(family)  # an unknown family: say so, not "unknown preset"
     agent = fv["agent"].value if fv["agent"].present else "vtrace"
     preset = fv["preset"].value or f"{family}_{agent}"
     config = get_preset(preset)
-    changes: Dict[str, Dict[str, Any]] = {"env": {}, "run": {}, "agent": {}}
+    changes: Dict[str, Dict[str, Any]] = {"env": {}, "run": {}, "agent": {}, "options": {}}
     for name, section, f, typ in fields:
         if fv[name].present:
             changes[section][f.name] = _convert(fv[name].value, typ)
@@ -143,12 +192,32 @@ def resolve_config(fv: flags.FlagValues, fields) -> Config:
     unknown = set(changes["agent"]) - known
     if unknown:
         raise ValueError(f"flag(s) {sorted(unknown)} do not apply to the {agent} agent")
-    return Config(env=replace(config.env, **changes["env"]), run=replace(config.run, **changes["run"]),
+    env = _resolve_env(config.env, changes["env"], changes["options"])
+    return Config(env=env, run=replace(config.run, **changes["run"]),
                   agent_name=config.agent_name, agent=replace(agent_cfg, **changes["agent"]))
 
 
+def _resolve_env(preset_env: EnvConfig, env_changes: Dict[str, Any], option_changes: Dict[str, Any]) -> EnvConfig:
+    """The preset's EnvConfig with the env flags applied and its options resolved to the family's dataclass."""
+    env = replace(preset_env, **env_changes)
+    family = envs_lib.get_family(env.family)
+    # A preset's options belong to the preset's family; another family starts from its own defaults.
+    base = env.options if env.family == preset_env.family else None
+    options = envs_lib.resolve_env_config(replace(env, options=base)).options
+    foreign = sorted(set(option_changes) - set(_option_names(family)))
+    if foreign:
+        takes = (f"whose options are {', '.join('--' + n for n in _option_names(family))}" if family.options
+                 else "which takes no options")
+        owners = "; ".join(f"--{n} is an option of {', '.join(_families_with_option(n))}" for n in foreign)
+        raise ValueError(f"flag(s) {', '.join('--' + n for n in foreign)} do not apply to env family "
+                         f"{family.name!r}, {takes} ({owners})")
+    if option_changes:
+        options = replace(options, **option_changes)
+    return replace(env, options=options)
+
+
 def _default_logdir(config: Config) -> str:
-    name = config.env.name.replace("/", "_")
+    name = config.env.name.replace("/", "_").replace(":", "_")
     return os.path.join("runs", f"{config.env.family}_{name}_{config.agent_name}")
 
 

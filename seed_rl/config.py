@@ -29,28 +29,52 @@ def field(default: Any, help: str, **kwargs: Any) -> Any:  # noqa: A002 - mirror
 
 @dataclasses.dataclass(frozen=True)
 class EnvConfig:
-    """Which environment every actor creates, and how it is preprocessed."""
+    """Which environment every actor creates, and how it is preprocessed.
 
-    family: str = field("classic", "Environment family: classic (any gymnasium id), atari, test.")
+    The family's own settings are in ``options``: None (the family's defaults), the family's options dataclass,
+    or a dict of its fields when the config came from JSON. `seed_rl.envs.resolve_env_config` checks the family
+    name and resolves ``options`` against the family's registration; this module sits below the envs and knows
+    no family.
+    """
+
+    family: str = field("classic", "Environment family, a name registered with seed_rl.envs.register_family.")
     name: str = field(
-        "CartPole-v1",
-        "Gymnasium id (classic), game name such as Pong (atari), or test env name (test).",
+        "CartPole-v1", "Which environment of the family; the family says what it names (a gymnasium id, a game)."
     )
     num_action_repeats: int = field(
         1, "Action repeat / frame skip. Frames are counted as agent steps x this number."
     )
-    max_random_noops: int = field(30, "Atari: up to this many no-op actions after each reset.")
-    sticky_actions: bool = field(False, "Atari: sticky actions with probability 0.25 (v0 ids).")
-    max_episode_frames: int = field(108_000, "Atari: raw-frame cap per episode (30 minutes at 60 Hz).")
     seed: int = field(0, "Base seed; env i is seeded with seed + i.")
+    options: Any = field(
+        None, "The family's options: None (its defaults), its options dataclass, or a dict of its fields."
+    )
 
     def __post_init__(self) -> None:
         if self.num_action_repeats < 1:
             raise ValueError(f"num_action_repeats must be >= 1, got {self.num_action_repeats}")
-        if self.family not in ("classic", "atari", "test"):
+        if not isinstance(self.family, str) or not self.family:
+            raise ValueError(f"the env family must be a non-empty name, got {self.family!r}")
+        options = self.options
+        if not (options is None or isinstance(options, Mapping)
+                or (dataclasses.is_dataclass(options) and not isinstance(options, type))):
             raise ValueError(
-                f"unknown env family {self.family!r}; known families: classic, atari, test"
+                f"env options must be None, a dict or the family's options dataclass, got {type(options).__name__}"
             )
+
+
+def _env_from_dict(d: Mapping[str, Any]) -> EnvConfig:
+    """The ``env`` section of a config JSON, also in the layout before families had options.
+
+    A config.json of that layout has no ``options`` key: its options sat among the EnvConfig fields. Keys that are
+    not EnvConfig fields then become the ``options`` dict, which the env registry resolves (and where a family
+    ignores the options every family wrote then: `seed_rl.envs.registry.resolve_options`).
+    """
+    if "options" not in d:
+        names = {f.name for f in dataclasses.fields(EnvConfig)}
+        options = {k: v for k, v in d.items() if k not in names}
+        if options:
+            d = {**{k: v for k, v in d.items() if k in names}, "options": options}
+    return from_dict(EnvConfig, d)
 
 
 def auto_inference_batch_size(num_envs: int, env_batch_size: int) -> int:
@@ -193,12 +217,14 @@ class Config:
 
     @classmethod
     def from_json(cls, text: str, agent_config_cls: type | None = None) -> "Config":
+        """The inverse of ``to_json``. ``env.options`` comes back as a dict (resolved where the env is created);
+        ``agent`` too, unless ``agent_config_cls`` is given."""
         d = json.loads(text)
         agent = d.get("agent")
         if agent_config_cls is not None and isinstance(agent, Mapping):
             agent = from_dict(agent_config_cls, agent)
         return cls(
-            env=from_dict(EnvConfig, d.get("env", {})),
+            env=_env_from_dict(d.get("env", {})),
             run=from_dict(RunConfig, d.get("run", {})),
             agent_name=d.get("agent_name", "vtrace"),
             agent=agent,

@@ -11,10 +11,10 @@ import tensorflow as tf
 from seed_rl import agents as agents_lib
 from seed_rl.config import Config
 from seed_rl.envs import create_environment, env_specs
-from seed_rl.types import EnvOutput
+from seed_rl.types import Agent, EnvOutput
 
 
-def load_agent(logdir: str):
+def load_agent(logdir: str) -> tuple[Config, Agent]:
     """Returns (config, agent) with the weights of the latest checkpoint in ``logdir``."""
     with open(os.path.join(logdir, "config.json")) as f:
         text = f.read()
@@ -31,7 +31,10 @@ def load_agent(logdir: str):
 
 
 def evaluate(logdir: str, num_episodes: int = 10, greedy: bool = False, env_id: int = 10_000) -> List[float]:
-    """Plays ``num_episodes`` episodes with the latest checkpoint and returns their returns."""
+    """Plays ``num_episodes`` episodes with the latest checkpoint and returns their returns.
+
+    The agent acts with its evaluation policy (``act`` without env ids); ``greedy`` takes the protocol's
+    ``greedy_action`` of its outputs instead (argmax of the policy logits or of the Q-values)."""
     config, agent = load_agent(logdir)
     env = create_environment(config.env, env_id)
     returns: List[float] = []
@@ -46,9 +49,7 @@ def evaluate(logdir: str, num_episodes: int = 10, greedy: bool = False, env_id: 
                 observation=tf.nest.map_structure(lambda x: tf.convert_to_tensor(np.asarray(x)[None]), obs),
                 abandoned=tf.constant([False]), episode_step=tf.constant([0], tf.int32))
             output, state = agent.act(prev_action, env_output, state)
-            action = output.action
-            if greedy:
-                action = tf.cast(tf.argmax(output.policy_logits, axis=-1), tf.int32)
+            action = agent.greedy_action(output) if greedy else output.action
             prev_action = action
             obs, step_reward, terminated, truncated, _ = env.step(int(action.numpy()[0]))
             reward = float(step_reward)

@@ -13,7 +13,8 @@ Conventions (from the original SEED RL, see docs/architecture.md):
 
 from __future__ import annotations
 
-from typing import Any, Mapping, NamedTuple, Protocol, Union
+import dataclasses
+from typing import Any, Callable, Mapping, NamedTuple, Optional, Protocol, Union
 
 import numpy as np
 
@@ -21,10 +22,15 @@ __all__ = [
     "Agent",
     "ArraySpec",
     "EnvOutput",
+    "Feed",
+    "LossResult",
     "Nest",
     "ObservationSpec",
+    "QueueFeed",
+    "ReplayFeed",
     "StepBatch",
     "Unroll",
+    "UpdateSchedule",
     "spec_of",
 ]
 
@@ -146,15 +152,99 @@ class StepBatch(NamedTuple):
     """float32 [k]: the unclipped, unscaled reward (e.g. the game score), for episode statistics."""
 
 
-class Agent(Protocol):
-    """What the algorithm-agnostic learner needs from an agent (V-trace, R2D2, ...).
+@dataclasses.dataclass(frozen=True)
+class QueueFeed:
+    """The agent trains on each complete unroll once, from the learner's bounded unroll queue (V-trace, PPO).
 
-    Tensors are TensorFlow tensors; ``[B]`` is a batch of env rows, unrolls are time-major ``[T + 1, B, ...]``.
-    What differs between algorithms is declared by attributes, never probed with ``hasattr``.
+    The queue is SEED's back-pressure point: when training falls behind, inference blocks and actors wait.
     """
 
-    uses_replay: bool
-    """False: train on each unroll once from the bounded queue. True: prioritized replay (``initial_priorities``)."""
+
+@dataclasses.dataclass(frozen=True)
+class ReplayFeed:
+    """The agent trains from a prioritized replay of complete unrolls (sequences), with these settings.
+
+    Each training step first inserts ``insertions_per_step(batch_size)`` sequences from the unroll queue
+    (blocking, so the learner runs at the actors' pace), waits until ``min_size`` sequences are stored, then
+    samples ``batch_size`` sequences with probability ``p_i^priority_exponent / sum_j p_j^priority_exponent`` and
+    importance weights ``(N P(i))^-importance_sampling_exponent`` normalised by their maximum.
+    """
+
+    capacity: int
+    """Sequences the buffer holds; the oldest is overwritten when full."""
+    min_size: int
+    """Sequences inserted before training starts."""
+    replay_ratio: float
+    """Times each inserted sequence is replayed on average: ``batch_size / replay_ratio`` are inserted per step."""
+    priority_exponent: float = 0.0
+    """alpha; 0 samples uniformly."""
+    importance_sampling_exponent: float = 0.0
+    """beta; 0 gives every sample weight 1."""
+    checkpointed: bool = False
+    """The buffer is written with each checkpoint and restored on resume."""
+    initial_priorities: Optional[Callable[[Unroll], Any]] = dataclasses.field(default=None, compare=False)
+    """``batch-major Unroll [C, ...] -> [C]`` priorities of freshly completed sequences (a TF function of
+    tensors); None gives every new sequence priority 1."""
+
+    def __post_init__(self) -> None:
+        if self.capacity < 1:
+            raise ValueError(f"replay capacity must be >= 1, got {self.capacity}")
+        if not 0 <= self.min_size <= self.capacity:
+            raise ValueError(f"replay min_size must be in [0, capacity={self.capacity}], got {self.min_size}")
+        if self.replay_ratio <= 0:
+            raise ValueError(f"replay_ratio must be > 0, got {self.replay_ratio}")
+
+    def insertions_per_step(self, batch_size: int) -> int:
+        """Sequences inserted per training step (the original's replay-ratio coupling)."""
+        return max(1, int(batch_size / self.replay_ratio))
+
+
+Feed = Union[QueueFeed, ReplayFeed]
+"""How an agent is fed: the learner builds a queue source or a replay source from it, and reads nothing else."""
+
+
+@dataclasses.dataclass(frozen=True)
+class UpdateSchedule:
+    """Optimizer updates per training batch: ``epochs`` passes, each over ``minibatches`` disjoint minibatches
+    (a fresh shuffle of the batch's sequences per epoch when there is more than one update). V-trace and R2D2 use
+    1 x 1, PPO-style agents several of each."""
+
+    epochs: int = 1
+    minibatches: int = 1
+
+    def __post_init__(self) -> None:
+        if self.epochs < 1 or self.minibatches < 1:
+            raise ValueError(f"epochs and minibatches must be >= 1, got {self.epochs} and {self.minibatches}")
+
+    @property
+    def updates_per_batch(self) -> int:
+        return self.epochs * self.minibatches
+
+
+class LossResult(NamedTuple):
+    """What an agent's ``loss`` returns."""
+
+    loss: Any
+    """Scalar tensor to minimise."""
+    metrics: Mapping[str, Any]
+    """Scalar tensors for TensorBoard, keyed by namespaced names (``losses/``, ``policy/``, ``q/`` ...)."""
+    priorities: Any = None
+    """Replay agents: new priorities ``[B]`` of the batch's sequences (written back to the buffer); else None."""
+
+
+class Agent(Protocol):
+    """Everything the algorithm-agnostic learner needs from an agent (V-trace, R2D2, ...).
+
+    Tensors are TensorFlow tensors; ``[B]`` is a batch of env rows, unrolls are time-major ``[T + 1, B, ...]``.
+    What differs between algorithms is declared here (``feed``, ``schedule``, ``num_overlapping_steps``) and read
+    by the learner; the learner never probes an agent with ``getattr`` and never reads its config fields.
+    Agents are built by ``seed_rl.agents.make_agent`` and checked by ``tests/agents/test_contract.py``.
+    """
+
+    feed: Feed
+    """Queue (each unroll once) or replay (with its declared settings)."""
+    schedule: UpdateSchedule
+    """Epochs and minibatches per training batch."""
     num_overlapping_steps: int
     """Extra steps shared by consecutive unrolls beyond the usual one (R2D2's burn-in)."""
 
@@ -162,25 +252,31 @@ class Agent(Protocol):
         """The recurrent state of ``batch_size`` fresh envs (a nest of ``[B, ...]`` tensors; ``()`` if none)."""
 
     def act(self, prev_actions: Any, env_outputs: EnvOutput, agent_state: Any, env_ids: Any = None) -> Any:
-        """One inference step: ``(agent_outputs with an .action field, new agent_state)``."""
+        """One inference step: ``(agent_outputs with an .action field, new agent_state)``. ``env_ids`` None means
+        outside training (evaluation, a served SavedModel): the agent acts with its evaluation policy."""
+
+    def greedy_action(self, agent_outputs: Any) -> Any:
+        """The deterministic action for ``act``'s outputs (argmax of logits or Q-values, a Gaussian's mean)."""
 
     def agent_output_spec(self, batch_size: Any = None) -> Any:
         """``tf.TensorSpec`` nest of ``act``'s outputs (with the batch dimension)."""
 
-    def loss(self, unroll: Unroll, weights: Any = None) -> Any:
-        """``(loss, metrics)``; scalar metrics are summaries, non-scalar ones per-sequence outputs (priorities)."""
+    def loss(self, unroll: Unroll, weights: Any = None) -> LossResult:
+        """The loss of a time-major batch; ``weights`` ``[B]`` are importance weights (replay) or None."""
 
-    def initial_priorities(self, unrolls: Unroll) -> Any:
-        """Replay agents only: priorities ``[C]`` of freshly completed batch-major unrolls."""
-
-    def after_train_step(self, step: Any) -> Any:
-        """Called inside the compiled train step after the update (e.g. target network copies)."""
+    def update_targets(self, update: Any) -> Any:
+        """Called inside the compiled update after optimizer update number ``update`` (1, 2, ...): target
+        networks (R2D2's periodic copy, SAC's Polyak average). Returns a bool tensor: whether a target changed."""
 
     @property
     def trainable_variables(self) -> list: ...
 
+    @property
+    def policy_variables(self) -> list:
+        """The variables ``act`` reads (what a served policy needs), as ``tf.Variable``s."""
+
     def checkpoint_items(self) -> dict:
         """Trackables to checkpoint (weights by position, see ``seed_rl.networks.checkpoint_variables``)."""
 
-    def make_optimizer(self, total_train_steps: int) -> Any:
-        """The Keras optimizer with the agent's learning-rate schedule."""
+    def make_optimizer(self, total_updates: int) -> Any:
+        """The Keras optimizer with the agent's learning-rate schedule over ``total_updates`` optimizer updates."""

@@ -14,6 +14,9 @@ original (common/actor.py):
   terminal observation and last reward with ``done = False`` (the returned actions are ignored), then the regular
   message carries reward 0, ``done = abandoned = True`` and the reset observation;
 * an environment that raises is closed, re-created with a new run id, and the actor carries on.
+
+The raw reward of a step (``raw_rewards``, what episode statistics add up) is the env family's rule
+(`seed_rl.envs.EnvFamily.raw_reward`; by default the env's reward), so the loop knows no family.
 """
 
 from __future__ import annotations
@@ -27,9 +30,9 @@ from typing import Any, List, Optional
 
 import numpy as np
 
-from seed_rl.config import Config
+from seed_rl.config import Config, replace
 from seed_rl.envs import action_spec as env_action_spec
-from seed_rl.envs import create_environment
+from seed_rl.envs import create_environment, get_family, resolve_env_config
 from seed_rl.envs import observation_spec as env_observation_spec
 from seed_rl.transport import tls
 from seed_rl.transport.client import LearnerClient
@@ -43,6 +46,10 @@ _INT64_MAX = np.iinfo(np.int64).max
 
 class SpecMismatchError(ProtocolMismatchError):
     """The actor's environment does not produce what the learner expects."""
+
+
+class EnvConfigError(ProtocolMismatchError):
+    """The learner's env config cannot be created in this actor's process (unknown family, id or options)."""
 
 
 def _stack(observations: List[Any]):
@@ -67,6 +74,7 @@ class _EnvSlot:
         self.config = config
         self.env_id = env_id
         self.rng = rng
+        self.raw_reward_of = get_family(config.env.family).raw_reward
         self.env: Any = None
         self.restart()
 
@@ -140,7 +148,19 @@ class Actor:
         info = client.handshake()
         config = Config.from_json(info.config_json)
         env_ids = range(info.env_id_begin, info.env_id_end)
-        slots = [_EnvSlot(config, env_id, self.rng) for env_id in env_ids]
+        slots: List[_EnvSlot] = []
+        try:
+            config = replace(config, env=resolve_env_config(config.env))
+            for env_id in env_ids:
+                slots.append(_EnvSlot(config, env_id, self.rng))
+        except ValueError as e:  # the learner created this env: something is missing in this process
+            for slot in slots:
+                slot.close()
+            raise EnvConfigError(
+                f"actor {self.task}: cannot create the learner's env {config.env.family}:{config.env.name} here: "
+                f"{e}. An env family registered from Python, or a gymnasium id registered in the learner's "
+                "process, exists in that process only (actor threads see it, actor subprocesses do not); for "
+                "subprocesses use the classic family with module:EnvId, the module on PYTHONPATH.") from e
         try:
             obs_spec = env_observation_spec(slots[0].env)
             act_spec = env_action_spec(slots[0].env)
@@ -239,7 +259,7 @@ class Actor:
                 continue
             slot.episode_step += 1
             slot.reward = float(reward)
-            slot.raw_reward = float(env_info.get("score_reward", reward)) if env_info else float(reward)
+            slot.raw_reward = float(slot.raw_reward_of(reward, env_info or {}))
             slot.abandoned = False
             slot.done = bool(terminated or trunc)
             slot.observation = obs

@@ -8,6 +8,7 @@ from __future__ import annotations
 from seed_rl.agents.r2d2.config import R2D2Config
 from seed_rl.agents.vtrace.config import VTraceConfig
 from seed_rl.config import Config, EnvConfig, RunConfig
+from seed_rl.envs.atari import AtariOptions
 
 
 def classic_vtrace() -> Config:
@@ -46,8 +47,7 @@ def atari_vtrace() -> Config:
     as in IMPALA's Atari runs. Unroll length 20 as IMPALA's Atari experiments (Espeholt et al. 2018, table G.1).
     """
     return Config(
-        env=EnvConfig(family="atari", name="Pong", num_action_repeats=4, max_random_noops=30,
-                      sticky_actions=False, max_episode_frames=108_000),
+        env=_atari_env("Pong"),
         run=RunConfig(num_actors=4, env_batch_size=8, unroll_length=20, batch_size=32,
                       total_environment_frames=200_000_000, save_checkpoint_secs=600.0),
         agent_name="vtrace",
@@ -73,8 +73,8 @@ def test_vtrace() -> Config:
 def _atari_env(game: str = "Pong") -> EnvConfig:
     # atari/env.py: NoFrameskip-v4, full action set, 30 no-ops, 108K frames. Action repeat 4, not the original's
     # default of 1, which freezes every observation at the reset frame (docs/deviations.md).
-    return EnvConfig(family="atari", name=game, num_action_repeats=4, max_random_noops=30, sticky_actions=False,
-                     max_episode_frames=108_000)
+    return EnvConfig(family="atari", name=game, num_action_repeats=4,
+                     options=AtariOptions(max_random_noops=30, sticky_actions=False, max_episode_frames=108_000))
 
 
 def atari_r2d2() -> Config:

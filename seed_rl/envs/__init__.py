@@ -1,11 +1,14 @@
-"""Environment factories: one gymnasium.Env per env id, for every family, and their specs.
+"""Environment factories: one gymnasium.Env per env id, for every registered family, and their specs.
 
 ``create_environment(config, env_id)`` is what actors call (the ``create_env_fn(env_id, config)`` of the
-original). Families:
+original). It looks the family up in the registry (`seed_rl.envs.registry`), resolves ``config.options`` to the
+family's options dataclass and calls the family's factory. The families registered here:
 
-* ``classic``: any gymnasium id (`seed_rl.envs.classic`), e.g. CartPole-v1.
+* ``classic``: any gymnasium id, or ``module:EnvId`` (`seed_rl.envs.classic`), e.g. CartPole-v1.
 * ``atari``: ALE games preprocessed as in SEED RL (`seed_rl.envs.atari`); needs ale-py and opencv.
 * ``test``: deterministic fakes for tests (`seed_rl.envs.testing`).
+
+A new family is a module that defines its `EnvFamily`, plus one ``register_family`` line below.
 
 Env ``env_id`` is seeded with ``config.seed + env_id`` on its first reset. Environments are plain gymnasium envs:
 ``step`` returns ``(observation, reward, terminated, truncated, info)``; time limits are ``truncated``.
@@ -19,55 +22,56 @@ from __future__ import annotations
 import gymnasium
 
 from seed_rl.config import EnvConfig
-from seed_rl.envs.atari import ATARI_57
-from seed_rl.envs.classic import SeedOnFirstReset, create_classic_environment
+from seed_rl.envs import atari, classic, testing
+from seed_rl.envs.atari import ATARI_57, AtariOptions
+from seed_rl.envs.classic import SeedOnFirstReset
+from seed_rl.envs.registry import (
+    EnvFamily,
+    family_names,
+    get_family,
+    register_family,
+    resolve_env_config,
+    reward_itself,
+)
 from seed_rl.envs.specs import action_spec, observation_spec
-from seed_rl.envs.testing import TEST_ENVS, create_test_environment
+from seed_rl.envs.testing import TEST_ENVS
 from seed_rl.types import ArraySpec, ObservationSpec
 
 __all__ = [
     "ATARI_57",
-    "FAMILIES",
     "TEST_ENVS",
+    "AtariOptions",
+    "EnvFamily",
     "action_spec",
     "create_environment",
     "env_specs",
+    "family_names",
+    "get_family",
     "observation_spec",
+    "register_family",
+    "resolve_env_config",
+    "reward_itself",
 ]
 
-FAMILIES: tuple[str, ...] = ("classic", "atari", "test")
-"""The env families available now."""
-
-_LATER_FAMILIES = ("football", "dmlab", "mujoco")
-"""Families of the original that come in later issues."""
+register_family(classic.FAMILY)
+register_family(atari.FAMILY)
+register_family(testing.FAMILY)
 
 
 def create_environment(config: EnvConfig, env_id: int) -> gymnasium.Env:
     """Creates env ``env_id`` of ``config`` (an EnvConfig), seeded with ``config.seed + env_id``.
 
-    The seed is applied by the first ``reset()`` that passes no seed of its own.
+    The family's factory gets ``config`` with its ``options`` resolved (`resolve_env_config`). The seed is
+    applied by the first ``reset()`` that passes no seed of its own.
 
     Raises:
-      ValueError: unknown family, unknown gymnasium id / Atari game / test env name, or a negative seed.
+      ValueError: unknown family, options that are not the family's, unknown gymnasium id / Atari game / test
+        env name, or a negative seed.
     """
     if int(env_id) < 0:
         raise ValueError(f"env_id must be >= 0, got {env_id}")
-    family = config.family
-    if family == "classic":
-        env = create_classic_environment(config.name, config.num_action_repeats)
-    elif family == "atari":
-        from seed_rl.envs.atari import create_atari_environment
-
-        env = create_atari_environment(config)
-    elif family == "test":
-        env = create_test_environment(config.name, int(env_id), config.num_action_repeats)
-    else:
-        later = (
-            " (not available yet; it comes in a later issue)" if family in _LATER_FAMILIES else ""
-        )
-        raise ValueError(
-            f"unknown env family {family!r}{later}; known families: {', '.join(FAMILIES)}"
-        )
+    family = get_family(config.family)
+    env = family.factory(resolve_env_config(config), int(env_id))
     return SeedOnFirstReset(env, seed=int(config.seed) + int(env_id))
 
 

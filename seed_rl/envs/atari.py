@@ -4,6 +4,10 @@ atari/atari_preprocessing.py, itself adapted from Dopamine).
 ``ale_py`` and ``cv2`` are imported only when an Atari environment is created, so that ``import seed_rl.envs``
 works without them (``pip install seed_rl[atari]`` installs both).
 
+The family's options are `AtariOptions` (``EnvConfig.options``; flags ``--max_random_noops``, ``--sticky_actions``,
+``--max_episode_frames``). Its raw reward is the default one: the game score summed over the frame skip, before
+any clipping (clipping is the agent's: V-trace's ``max_abs_reward``).
+
 The environment of env id ``i``:
 
 * ``{game}NoFrameskip-v4`` (``-v0`` with sticky actions, repeat probability 0.25), one raw frame per step, with
@@ -25,19 +29,22 @@ original returned stale buffers.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import warnings
-from typing import TYPE_CHECKING, Any, SupportsFloat
+from typing import Any, SupportsFloat
 
 import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-if TYPE_CHECKING:
-    from seed_rl.config import EnvConfig
+from seed_rl.config import EnvConfig, field
+from seed_rl.envs.registry import EnvFamily, resolve_options
 
 __all__ = [
     "ATARI_57",
+    "FAMILY",
+    "AtariOptions",
     "AtariPreprocessing",
     "atari_env_id",
     "create_atari_environment",
@@ -61,6 +68,21 @@ SCREEN_SIZE = 84
 
 STICKY_ACTION_PROBABILITY = 0.25
 """Machado et al. (2018); what the ``-v0`` ids use."""
+
+
+@dataclasses.dataclass(frozen=True)
+class AtariOptions:
+    """The Atari family's options (``EnvConfig.options``); the defaults are the original's atari/env.py."""
+
+    max_random_noops: int = field(30, "Atari: up to this many no-op actions after each reset.")
+    sticky_actions: bool = field(False, "Atari: sticky actions with probability 0.25 (v0 ids).")
+    max_episode_frames: int = field(108_000, "Atari: raw-frame cap per episode (30 minutes at 60 Hz).")
+
+    def __post_init__(self) -> None:
+        if self.max_random_noops < 0:
+            raise ValueError(f"max_random_noops must be >= 0, got {self.max_random_noops}")
+        if self.max_episode_frames < 1:
+            raise ValueError(f"max_episode_frames must be >= 1, got {self.max_episode_frames}")
 
 
 def _import_ale_py() -> Any:
@@ -136,15 +158,31 @@ def make_ale_env(
         )
 
 
-def create_atari_environment(config: EnvConfig) -> gymnasium.Env:
-    """The preprocessed Atari env of the original SEED RL for ``config`` (not yet seeded)."""
+def create_atari_environment(config: EnvConfig, env_id: int = 0) -> gymnasium.Env:
+    """The preprocessed Atari env of the original SEED RL for ``config`` (not yet seeded).
+
+    ``config.options`` is resolved to `AtariOptions` here too (None: the defaults), so that the function also
+    works when called directly. Every env id gets the same env; ``env_id`` only seeds it (in the caller).
+    """
+    del env_id
+    options: AtariOptions = resolve_options(FAMILY, config.options)
     # AtariPreprocessing reads the screen from the emulator itself, for the frames it needs (the last two of a
     # step); the observation the raw env renders on every frame is thrown away, and the 128-byte RAM is the
     # cheapest one to render (a Pong frame: 169 -> 135 us of CPU, grayscale -> RAM).
-    env = make_ale_env(config.name, config.sticky_actions, config.max_episode_frames, obs_type="ram")
+    env = make_ale_env(config.name, options.sticky_actions, options.max_episode_frames, obs_type="ram")
     return AtariPreprocessing(
-        env, frame_skip=config.num_action_repeats, max_random_noops=config.max_random_noops
+        env, frame_skip=config.num_action_repeats, max_random_noops=options.max_random_noops
     )
+
+
+FAMILY = EnvFamily(
+    name="atari",
+    factory=create_atari_environment,
+    description="an Atari 2600 game as gymnasium spells it, e.g. Pong, Breakout, MontezumaRevenge; needs "
+    "pip install 'seed_rl[atari]'",
+    options=AtariOptions,
+)
+"""The Atari family (registered by `seed_rl.envs`); its raw reward is the default, the unclipped score."""
 
 
 class AtariPreprocessing(gymnasium.Wrapper):

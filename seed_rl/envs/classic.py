@@ -1,5 +1,11 @@
 """Classic gymnasium environments (any registered id, CartPole-v1 by default) and the generic wrappers.
 
+The ``classic`` family (`FAMILY`) takes a gymnasium id, or gymnasium's ``module:EnvId`` form: the module is
+imported first, and importing it registers ``EnvId`` (with ``gymnasium.register``). That is how a user's own env
+runs without editing this package; every process that creates the env imports the module, so actor
+subprocesses need it on their ``PYTHONPATH`` too. The family takes no options and counts the env's reward as the
+raw reward.
+
 The generic wrappers are shared by every family:
 
 * `CastObservation` makes observations numpy arrays of one fixed dtype, the one the spec announces (float Boxes
@@ -15,13 +21,20 @@ reported as ``truncated`` (sent as ``abandoned``), never as ``terminated``.
 from __future__ import annotations
 
 import difflib
-from typing import Any, SupportsFloat
+import importlib
+from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from seed_rl.envs.registry import EnvFamily
+
+if TYPE_CHECKING:
+    from seed_rl.config import EnvConfig
+
 __all__ = [
+    "FAMILY",
     "ActionRepeat",
     "CastObservation",
     "SeedOnFirstReset",
@@ -32,23 +45,66 @@ __all__ = [
 def create_classic_environment(name: str, num_action_repeats: int = 1) -> gymnasium.Env:
     """``gymnasium.make(name)``, with observations cast to their spec dtype and optional action repeat.
 
+    ``name`` is a registered gymnasium id, or ``module:EnvId``: ``module`` is imported first (it registers
+    ``EnvId``), as ``gymnasium.make`` does with that form.
+
     Raises:
-      ValueError: ``name`` is not a registered gymnasium id (the message lists close matches).
+      ValueError: ``name`` is not a registered gymnasium id (the message lists close matches), is malformed, or
+        names a module that cannot be imported.
     """
+    module, env_id = _import_registering_module(name)
     try:
-        env = gymnasium.make(name)
+        env = gymnasium.make(env_id)
     except gymnasium.error.DependencyNotInstalled:
         raise  # A known id whose extra (e.g. mujoco) is missing: gymnasium's message says what to install.
     except gymnasium.error.Error as e:
-        close = difflib.get_close_matches(name, list(gymnasium.registry), n=5, cutoff=0.5)
-        hint = f"; close matches: {', '.join(close)}" if close else ""
+        prefix = f"{module}:" if module else ""
+        close = difflib.get_close_matches(env_id, list(gymnasium.registry), n=5, cutoff=0.5)
+        hint = f"; close matches: {', '.join(prefix + c for c in close)}" if close else ""
+        registers = f" (did importing {module!r} register it?)" if module else ""
         raise ValueError(
-            f"unknown gymnasium id {name!r} for env family 'classic' ({e}){hint}. Any id in "
-            "gymnasium.registry works, e.g. CartPole-v1, Acrobot-v1, Pendulum-v1."
+            f"unknown gymnasium id {name!r} for env family 'classic' ({e}){hint}{registers}. Any id in "
+            "gymnasium.registry works, e.g. CartPole-v1, Acrobot-v1, Pendulum-v1, and so does module:EnvId for "
+            "an id that importing module registers."
         ) from e
     if num_action_repeats > 1:
         env = ActionRepeat(env, num_action_repeats)
     return CastObservation(env)
+
+
+def _import_registering_module(name: str) -> tuple[str | None, str]:
+    """Splits gymnasium's ``module:EnvId`` form and imports ``module``; ``(None, name)`` for a plain id."""
+    if ":" not in name:
+        return None, name
+    module, _, env_id = name.partition(":")
+    if not module or not env_id or ":" in env_id:
+        raise ValueError(f"malformed gymnasium id {name!r} for env family 'classic': expected EnvId or "
+                         "module:EnvId (one colon), e.g. CartPole-v1 or my_envs:Corridor-v0")
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        missing = e.name or ""
+        own = missing == module or module.startswith(missing + ".")
+        where = (" Every process that creates the env imports it, actor subprocesses included: put its folder on "
+                 "PYTHONPATH (or install it)." if own else "")
+        raise ValueError(
+            f"cannot import module {module!r} of gymnasium id {name!r} for env family 'classic': {e}.{where}"
+        ) from e
+    return module, env_id
+
+
+def _create(config: EnvConfig, env_id: int) -> gymnasium.Env:
+    del env_id  # every env id gets the same env; the id only seeds it
+    return create_classic_environment(config.name, config.num_action_repeats)
+
+
+FAMILY = EnvFamily(
+    name="classic",
+    factory=_create,
+    description="any gymnasium id, e.g. CartPole-v1, Acrobot-v1, or module:EnvId for an id that importing module "
+    "registers",
+)
+"""The classic family (registered by `seed_rl.envs`): no options, the env's reward is the raw reward."""
 
 
 class CastObservation(gymnasium.ObservationWrapper):

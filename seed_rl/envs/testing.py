@@ -41,15 +41,20 @@ import abc
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any, SupportsFloat
+from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import gymnasium
 import numpy as np
 from gymnasium import spaces
 
 from seed_rl.envs.classic import ActionRepeat
+from seed_rl.envs.registry import EnvFamily
+
+if TYPE_CHECKING:
+    from seed_rl.config import EnvConfig
 
 __all__ = [
+    "FAMILY",
     "TEST_ENVS",
     "CorrectActionEnv",
     "CountingEnv",
@@ -298,3 +303,15 @@ def create_test_environment(name: str, env_id: int, num_action_repeats: int = 1)
     if num_action_repeats > 1:
         env = ActionRepeat(env, num_action_repeats)
     return env
+
+
+def _create(config: EnvConfig, env_id: int) -> gymnasium.Env:
+    return create_test_environment(config.name, env_id, config.num_action_repeats)
+
+
+FAMILY = EnvFamily(
+    name="test",
+    factory=_create,
+    description="a deterministic fake of seed_rl.envs.testing, optionally with arguments: counting:length=5",
+)
+"""The test family (registered by `seed_rl.envs`): no options, the env's reward is the raw reward."""

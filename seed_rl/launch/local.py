@@ -175,4 +175,5 @@ def train(config: Config, actor_mode: str = "process", status_stream=None, keep_
 
 def default_logdir(config: Config) -> str:
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    return os.path.join("runs", f"{config.env.family}-{config.env.name}-{config.agent_name}-{stamp}")
+    name = config.env.name.replace("/", "_").replace(":", "_")  # a `module:EnvId` or namespaced gymnasium id
+    return os.path.join("runs", f"{config.env.family}-{name}-{config.agent_name}-{stamp}")

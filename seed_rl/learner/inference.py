@@ -6,7 +6,8 @@ unroll store and writes the new state back. It returns the actions, the unrolls 
 recurrent state at their first step) and the episodes that finished.
 
 This is the original's ``inference`` tf.function (agents/vtrace/learner.py), made algorithm-agnostic: anything
-that follows the Agent protocol (``initial_state``, ``act``) plugs in.
+that follows the Agent protocol (``initial_state``, ``act``) plugs in. How the compiled step is called (the public
+``tf.function`` call, or ``seed_rl/learner/fast_call.py``'s cheaper path) does not change what it computes.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from typing import Any, Callable, NamedTuple, Optional
 import numpy as np
 import tensorflow as tf
 
-from seed_rl.ops import specs as specs_lib
+from seed_rl.learner import fast_call as fast_call_lib
 from seed_rl.learner.tables import EnvTable, UnrollStore
+from seed_rl.ops import specs as specs_lib
 from seed_rl.types import EnvOutput, Unroll
 
 
@@ -47,98 +49,6 @@ class InferenceOutput(NamedTuple):
     """int64 scalar: environment frames this step represents."""
 
 
-def _flat_caller(concrete):
-    """``call(flat_tensors) -> structured outputs`` for a concrete function with a fixed signature.
-
-    The public call binds its arguments to the signature (nest flattening, shape and dtype checks) in Python,
-    ~0.3 ms per call on a CPU core, which the inference step, called thousands of times per second with tensors
-    of the right specs, does not need. It calls the function's graph directly when this TensorFlow has the
-    internal entry point (TF >= 2.15), else the public call.
-    """
-    def public(flat):
-        return concrete(*tf.nest.pack_sequence_as(concrete.structured_input_signature[0], flat))
-
-    atomic = getattr(concrete, "_inference_function", None)
-    structure = concrete.structured_outputs
-    leaves = tf.nest.flatten(structure, expand_composites=True)
-    if (atomic is None or not callable(getattr(atomic, "call_flat", None))
-            or any(leaf is None for leaf in leaves)):
-        return public
-    captured = list(concrete.captured_inputs)
-    pack = _packer(structure)
-
-    def call(flat):
-        outputs = atomic.call_flat(*flat, *captured)
-        if len(outputs) != len(leaves):  # the step has run (and changed its tables): it cannot be retried
-            raise RuntimeError(
-                f"seed_rl: TensorFlow {tf.__version__} returned {len(outputs)} outputs for the inference step's "
-                f"{len(leaves)}; its internal call convention changed (seed_rl/learner/inference.py _flat_caller)")
-        return pack(outputs)
-
-    return call
-
-
-def _inline_executor():
-    """A context manager that runs TF functions' ops in the calling thread, or None where it does not apply.
-
-    TensorFlow's default executor hands every op of a function to its inter-op thread pool; for the inference
-    step's many tiny ops on a CPU learner the hand-offs cost more than the ops (CPU per call of Learner._handle on
-    the tiny Pong network: 1.34 -> 1.11 ms, and the pool threads' wake-ups disappear from the loop). The
-    single-threaded executor refuses graphs with low-level control flow (an LSTM's scan, as in R2D2's network),
-    which then fall back to the default executor at their first call, and not every device supports it, so it is
-    used only when TensorFlow sees no GPU or TPU.
-    """
-    try:
-        from tensorflow.python.eager import context
-    except ImportError:
-        return None
-    executor_type = getattr(context, "function_executor_type", None)
-    if executor_type is None or tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("TPU"):
-        return None
-    return lambda: executor_type("SINGLE_THREADED_EXECUTOR")
-
-
-def _packer(structure):
-    """A function ``flat list -> structure``, the inverse of ``tf.nest.flatten``, built once for ``structure``.
-
-    ``tf.nest.pack_sequence_as`` walks the structure again on every call (~0.3 ms for the inference step's outputs
-    on a CPU core). Handles what the inference step returns (namedtuples, tuples, lists, dicts, leaves) and falls
-    back to ``tf.nest`` for anything else.
-    """
-    position = [0]
-
-    def build(node):
-        # TensorFlow's tracking wraps tuples and lists that a Keras layer returns (e.g. an LSTM state); the
-        # packer returns the plain container.
-        node = getattr(node, "__wrapped__", node)
-        if isinstance(node, tuple) and hasattr(node, "_fields"):
-            parts = [build(x) for x in node]
-            cls = type(node)
-            return lambda flat: cls(*[part(flat) for part in parts])
-        if type(node) in (tuple, list):
-            parts = [build(x) for x in node]
-            cls = type(node)
-            return lambda flat: cls([part(flat) for part in parts])
-        if type(node) is dict:
-            keys = sorted(node)  # tf.nest's order
-            parts = [build(node[k]) for k in keys]
-            return lambda flat: dict(zip(keys, (part(flat) for part in parts)))
-        if tf.nest.is_nested(node):
-            raise TypeError(type(node))
-        i = position[0]
-        position[0] += 1
-        return lambda flat: flat[i]
-
-    def slow(flat):
-        return tf.nest.pack_sequence_as(structure, flat, expand_composites=True)
-
-    try:
-        fast = build(structure)
-    except TypeError:
-        return slow
-    return fast if position[0] == len(tf.nest.flatten(structure, expand_composites=True)) else slow
-
-
 def _where_rows(mask, a, b):
     def f(x, y):
         m = tf.reshape(mask, tf.concat([tf.shape(mask), tf.ones([tf.rank(x) - 1], tf.int32)], 0))
@@ -147,10 +57,17 @@ def _where_rows(mask, a, b):
 
 
 class InferenceStep(tf.Module):
-    """Owns the per-env tables and the unroll store; ``__call__`` is the compiled inference step."""
+    """Owns the per-env tables and the unroll store; ``__call__`` is the compiled inference step.
+
+    ``fast_call`` (the learner's ``RunConfig.fast_inference_call``) picks how the compiled step is called: on, a
+    ``fast_call.FastCaller`` (the graph called through TensorFlow's internal flat entry point, under the
+    single-threaded executor where ``fast_call.choose_executor`` allows it); off, the public ``tf.function`` call
+    under the default executor. Both give the same outputs and table updates.
+    """
 
     def __init__(self, agent, observation_spec, num_envs: int, unroll_length: int, num_action_repeats: int,
-                 policy_version: tf.Variable, num_overlapping_steps: int = 0, num_eval_envs: int = 0):
+                 policy_version: tf.Variable, num_overlapping_steps: int = 0, num_eval_envs: int = 0,
+                 fast_call: bool = True):
         super().__init__(name="inference_step")
         self.agent = agent
         self.num_envs = num_envs
@@ -175,37 +92,48 @@ class InferenceStep(tf.Module):
         self.store = UnrollStore(num_envs, unroll_length, step_spec, num_overlapping_steps)
         # The compiled step takes the per-env scalars packed into two arrays (ids, run ids, episode step, done,
         # abandoned as int64; reward, raw reward as float32) plus the observation leaves: each tensor handed to a
-        # TF function costs tens of microseconds of Python on a CPU core, more than a small network's ops.
+        # TF function costs Python time on every call, more than a small network's ops take to run (measured:
+        # benchmarks/RESULTS.md, "Why the learner's fast paths exist").
         self._observation_spec = specs_lib.observation_tensor_spec(observation_spec)
         self._observation_dtypes = [s.dtype.as_numpy_dtype for s in tf.nest.flatten(self._observation_spec)]
         self.input_signature = (tf.TensorSpec([None, 5], tf.int64), tf.TensorSpec([None, 2], tf.float32),
                                 self._observation_spec)
         self._compiled = tf.function(self._packed_step, input_signature=self.input_signature)
+        self.fast_call = fast_call
         self._call: Optional[Callable[[list], InferenceOutput]] = None
-        self._executor: Optional[Callable[[], Any]] = _inline_executor()
+        self._executor_choice: Optional[fast_call_lib.ExecutorChoice] = None
+
+    @property
+    def executor(self) -> fast_call_lib.ExecutorChoice:
+        """The TF executor the compiled step runs under (``fast_call.SINGLE_THREADED_EXECUTOR`` or
+        ``fast_call.DEFAULT_EXECUTOR``) and why; with ``fast_call``, reading it traces the step if no call has."""
+        if self._executor_choice is None:
+            self._call, self._executor_choice = self._make_caller()
+        return self._executor_choice
+
+    def _make_caller(self) -> tuple[Callable[[list], InferenceOutput], fast_call_lib.ExecutorChoice]:
+        """How the flat inputs ``[ints, floats, *observation leaves]`` reach the compiled step, chosen once."""
+        if self.fast_call:
+            caller = fast_call_lib.FastCaller(self._compiled.get_concrete_function(*self.input_signature))
+            return caller, caller.choice
+        return self._public_call, fast_call_lib.ExecutorChoice(
+            fast_call_lib.DEFAULT_EXECUTOR, "fast_call is off: the public tf.function call")
+
+    def _public_call(self, flat: list) -> InferenceOutput:
+        ints, floats, *observations = flat
+        return self._compiled(ints, floats, tf.nest.pack_sequence_as(self._observation_spec, observations))
 
     def __call__(self, env_ids, run_ids, env_outputs: EnvOutput, raw_rewards) -> InferenceOutput:
         """One inference step over n rows (numpy arrays or tensors): see the module docstring."""
         if self._call is None:
-            self._call = _flat_caller(self._compiled.get_concrete_function(*self.input_signature))
+            self._call, self._executor_choice = self._make_caller()
+        call = self._call
         ints = np.stack([np.asarray(env_ids), np.asarray(run_ids), np.asarray(env_outputs.episode_step),
                          np.asarray(env_outputs.done), np.asarray(env_outputs.abandoned)], axis=1).astype(np.int64)
         floats = np.stack([np.asarray(env_outputs.reward), np.asarray(raw_rewards)], axis=1).astype(np.float32)
         observations = [np.asarray(x, dtype) for x, dtype in
                         zip(tf.nest.flatten(env_outputs.observation), self._observation_dtypes)]
-        flat = [tf.constant(ints), tf.constant(floats), *map(tf.constant, observations)]
-        if self._executor is None:
-            return self._call(flat)
-        try:
-            with self._executor():
-                return self._call(flat)
-        except tf.errors.FailedPreconditionError as e:
-            # Refused when the executor is created, before any op runs: the graph has low-level control flow
-            # (e.g. the scan of an LSTM unroll). The default executor from now on.
-            if "ingle-threaded executor" not in str(e):
-                raise
-            self._executor = None
-            return self._call(flat)
+        return call([tf.constant(ints), tf.constant(floats), *map(tf.constant, observations)])
 
     def _packed_step(self, ints, floats, observation):
         env_outputs = EnvOutput(reward=floats[:, 0], done=tf.cast(ints[:, 3], tf.bool), observation=observation,

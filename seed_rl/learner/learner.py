@@ -1,8 +1,9 @@
-"""The learner process: gRPC server + batched inference + training thread + checkpoints + summaries.
+"""The learner process's lifecycle: gRPC server + batched inference + training thread + checkpoints + summaries.
 
-It is algorithm-agnostic: the agent (anything with the Agent protocol: ``initial_state``, ``act``, ``loss``,
-``trainable_variables``, ``make_optimizer``, ``agent_output_spec``, ``checkpoint_items``) is built from the
-config's agent name. Threads:
+It is algorithm-agnostic: the agent is built from the config's agent name and used only through the Agent
+protocol (``seed_rl.types.Agent``): its ``feed`` says whether unrolls go to the training queue or to a replay
+buffer (and with which settings), its ``schedule`` how many updates a batch gets. Checkpoints live in
+``checkpoints.py``, the SavedModel export in ``export.py``, everything reported in ``summaries.py``. Threads:
 
 * gRPC stream threads hand each actor message to the transport's batcher;
 * the batcher thread runs the compiled inference step and puts completed unrolls on the bounded queue (blocking
@@ -21,12 +22,15 @@ import threading
 import time
 from typing import TYPE_CHECKING, Optional
 
+import keras
 import numpy as np
 import tensorflow as tf
 
 from seed_rl import agents as agents_lib
 from seed_rl.config import Config, replace
 from seed_rl.learner import summaries as summaries_lib
+from seed_rl.learner.checkpoints import RunCheckpoint
+from seed_rl.learner.export import export_saved_model
 from seed_rl.learner.inference import InferenceStep
 from seed_rl.learner.training import (
     QueueClosed,
@@ -34,11 +38,13 @@ from seed_rl.learner.training import (
     ReplaySource,
     Trainer,
     UnrollQueue,
+    frames_per_train_step,
+    make_replay,
     split_unrolls,
 )
 from seed_rl.transport import tls as tls_lib
 from seed_rl.transport.server import InferenceServer
-from seed_rl.types import EnvOutput, StepBatch
+from seed_rl.types import Agent, ReplayFeed, StepBatch
 
 if TYPE_CHECKING:
     from seed_rl.learner import replay as replay_lib
@@ -50,18 +56,11 @@ MAX_CONSECUTIVE_INFERENCE_FAILURES = 50
 """The learner stops (run() raises) after this many inference batches in a row failed."""
 
 
-def frames_per_train_step(config: Config) -> int:
-    """Environment frames one train step accounts for (the original's ``iter_frame_ratio``): the unrolls it
-    consumes (V-trace) or inserts into the replay (R2D2: batch_size / replay_ratio sequences)."""
-    unrolls = config.run.batch_size
-    insertions = getattr(config.agent, "insertions_per_step", None)
-    if insertions is not None:
-        unrolls = insertions(config.run.batch_size)
-    return unrolls * config.run.unroll_length * config.env.num_action_repeats
-
-
-def total_train_steps(config: Config) -> int:
-    return int(math.ceil(config.run.total_environment_frames / frames_per_train_step(config)))
+def total_train_steps(config: Config, agent: Agent) -> int:
+    """Training steps (batches) that spend the run's frame budget."""
+    per_step = frames_per_train_step(agent.feed, config.run.batch_size, config.run.unroll_length,
+                                     config.env.num_action_repeats)
+    return int(math.ceil(config.run.total_environment_frames / per_step))
 
 
 class Learner:
@@ -91,38 +90,47 @@ class Learner:
         with open(os.path.join(run.logdir, "config.json"), "w") as f:
             f.write(public_json)
 
-        tf.random.set_seed(run.seed)
+        # Keras 3 initializers draw from Keras's global seed, not TensorFlow's: this seeds both (and numpy's and
+        # Python's global generators), so one seed gives one set of initial weights and one action stream.
+        keras.utils.set_random_seed(run.seed)
         self.num_envs = run.resolved_num_envs
-        self.agent = agents_lib.make_agent(config.agent_name, config.agent, observation_spec, action_spec,
-                                           num_envs=self.num_envs, num_eval_envs=run.num_eval_envs)
+        self.agent: Agent = agents_lib.make_agent(config.agent_name, config.agent, observation_spec, action_spec,
+                                                  num_envs=self.num_envs, num_eval_envs=run.num_eval_envs)
+        self.feed = self.agent.feed
+        schedule = self.agent.schedule
+        if run.batch_size % schedule.minibatches:
+            raise ValueError(f"batch_size={run.batch_size} does not split into the agent's {schedule.minibatches} "
+                             "minibatches")
+        self.frames_per_train_step = frames_per_train_step(self.feed, run.batch_size, run.unroll_length,
+                                                           config.env.num_action_repeats)
         self.policy_version = tf.Variable(0, dtype=tf.int64, trainable=False, name="train_steps")
         self.env_frames_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="env_frames")
-        self.total_train_steps = total_train_steps(config)
-        optimizer = self.agent.make_optimizer(self.total_train_steps)
-        self.trainer = Trainer(self.agent, optimizer, self.policy_version)
-        self.checkpoint = tf.train.Checkpoint(
-            optimizer=optimizer, train_steps=self.policy_version, env_frames=self.env_frames_var,
-            **self.agent.checkpoint_items())
-        self.checkpoint_manager = tf.train.CheckpointManager(
-            self.checkpoint, os.path.join(run.logdir, "checkpoints"), max_to_keep=2,
-            keep_checkpoint_every_n_hours=6)
-        self.restored_from: Optional[str] = None
-        if self.checkpoint_manager.latest_checkpoint:
-            self.restored_from = self.checkpoint_manager.latest_checkpoint
-            self.checkpoint.restore(self.restored_from).assert_existing_objects_matched()
+        self.total_train_steps = total_train_steps(config, self.agent)
+        optimizer = self.agent.make_optimizer(self.total_train_steps * schedule.updates_per_batch)
+        self.trainer = Trainer(self.agent, optimizer, self.policy_version, seed=run.seed)
+        self.checkpoints = RunCheckpoint(
+            run.logdir, dict(optimizer=optimizer, train_steps=self.policy_version, env_frames=self.env_frames_var,
+                             **self.agent.checkpoint_items()))
+        self.restored_from: Optional[str] = self.checkpoints.restored_from
         self.env_frames = int(self.env_frames_var.numpy())
 
         self.inference = InferenceStep(
             self.agent, observation_spec, self.num_envs, run.unroll_length, config.env.num_action_repeats,
             self.policy_version, num_overlapping_steps=self.agent.num_overlapping_steps,
-            num_eval_envs=run.num_eval_envs)
+            num_eval_envs=run.num_eval_envs, fast_call=run.fast_inference_call)
         self.queue = UnrollQueue(run.resolved_unroll_queue_size)
         self.replay: Optional[replay_lib.PrioritizedReplay] = None
-        self._replay_path = os.path.join(run.logdir, "replay", "replay.npz")
         self.source: QueueSource | ReplaySource
-        if self.agent.uses_replay:
-            self.source = self._make_replay_source()
-            self._initial_priorities = tf.function(self.agent.initial_priorities, reduce_retracing=True)
+        self._initial_priorities = None
+        if isinstance(self.feed, ReplayFeed):
+            self.replay = make_replay(self.feed, self.inference.store, run.seed)
+            if self.feed.checkpointed:
+                self.checkpoints.replay = self.replay
+                self.checkpoints.restore_replay()
+            self.source = ReplaySource(self.queue, self.replay, run.batch_size,
+                                       self.feed.insertions_per_step(run.batch_size), self.feed.min_size)
+            if self.feed.initial_priorities is not None:
+                self._initial_priorities = tf.function(self.feed.initial_priorities, reduce_retracing=True)
         else:
             self.source = QueueSource(self.queue, run.batch_size)
         self.server = InferenceServer(
@@ -146,27 +154,6 @@ class Learner:
         self._last_checkpoint = time.monotonic()
         self._last_source_stats = time.monotonic()
         self.status = summaries_lib.StatusLine(status_stream)
-
-    def _make_replay_source(self) -> ReplaySource:
-        from seed_rl.learner import replay as replay_lib
-
-        agent_cfg = self.config.agent
-        spec = replay_lib_spec(self.inference.store, self.agent)
-        required = replay_lib.required_bytes(agent_cfg.replay_buffer_size, spec)
-        print(f"seed_rl learner: the replay buffer ({agent_cfg.replay_buffer_size:,d} sequences of "
-              f"{self.inference.store.full_length} steps) takes {required / 2**30:.2f} GiB", flush=True)
-        replay_lib.check_memory(required, "the replay buffer")
-        self.replay = replay = replay_lib.PrioritizedReplay(
-            agent_cfg.replay_buffer_size, spec, priority_exponent=agent_cfg.priority_exponent,
-            importance_sampling_exponent=agent_cfg.importance_sampling_exponent, seed=self.config.run.seed,
-            check=False)
-        if agent_cfg.checkpoint_replay and os.path.exists(self._replay_path):
-            replay.load(self._replay_path)
-            print(f"seed_rl learner: restored {len(replay):,d} replay sequences from {self._replay_path}",
-                  flush=True)
-        return ReplaySource(self.queue, replay, self.config.run.batch_size,
-                            agent_cfg.insertions_per_step(self.config.run.batch_size),
-                            agent_cfg.replay_buffer_min_size)
 
     # -- inference (batcher thread) ------------------------------------------------------------------------
     def _handle(self, batch: StepBatch) -> np.ndarray:
@@ -196,8 +183,11 @@ class Learner:
         if out.completed_env_ids.shape[0]:
             unrolls = tf.nest.map_structure(lambda t: t.numpy(), out.unrolls)
             items = split_unrolls(unrolls)
-            if self.agent.uses_replay:
-                priorities = self._initial_priorities(out.unrolls).numpy()
+            if self.replay is not None:
+                if self._initial_priorities is not None:
+                    priorities = self._initial_priorities(out.unrolls).numpy()
+                else:
+                    priorities = np.ones([len(items)], np.float64)
                 items = list(zip(items, priorities))
             try:
                 for item in items:
@@ -212,12 +202,12 @@ class Learner:
         try:
             while not self._stop.is_set() and int(self.policy_version.numpy()) < self.total_train_steps:
                 batch, weights, indices = self.source.next_batch()
-                metrics, outputs = self.trainer.step(batch, weights)
-                self.source.after_step(indices, outputs)
-                metrics = {k: float(v) for k, v in metrics.items()}
-                if "priorities" in outputs:
-                    self._last_priorities = np.asarray(outputs["priorities"])
-                    metrics["replay/mean_priority"] = float(np.mean(self._last_priorities))
+                result = self.trainer.step(batch, weights)
+                self.source.after_step(indices, result.priorities)
+                metrics = {k: float(v) for k, v in result.metrics.items()}
+                if result.priorities is not None:
+                    self._last_priorities = result.priorities
+                    metrics["replay/mean_priority"] = float(np.mean(result.priorities))
                 metrics["learning_rate"] = self.trainer.learning_rate()
                 with self._lock:
                     self._metrics.add(metrics)
@@ -234,13 +224,7 @@ class Learner:
     def save_checkpoint(self) -> str:
         with self._lock:
             self.env_frames_var.assign(self.env_frames)
-        path = self.checkpoint_manager.save(checkpoint_number=int(self.policy_version.numpy()))
-        if self.replay is not None and self.config.agent.checkpoint_replay:
-            size = self.replay.estimate_checkpoint_bytes()
-            print(f"seed_rl learner: writing the replay buffer ({len(self.replay):,d} sequences, "
-                  f"{size / 2**20:,.1f} MiB) to {self._replay_path}", flush=True)
-            os.makedirs(os.path.dirname(self._replay_path), exist_ok=True)
-            self.replay.save(self._replay_path)
+        path = self.checkpoints.save(int(self.policy_version.numpy()))
         self._last_checkpoint = time.monotonic()
         return path
 
@@ -307,12 +291,7 @@ class Learner:
             episodes.append(self._episodes.popleft())
         if episodes:
             self.episode_log.write(episodes)
-            with self.writer._writer.as_default():
-                for ep in episodes:
-                    prefix = "eval" if ep.eval else "episode"
-                    tf.summary.scalar(f"{prefix}/return", ep.episode_return, step=ep.env_frames)
-                    tf.summary.scalar(f"{prefix}/raw_return", ep.raw_return, step=ep.env_frames)
-                    tf.summary.scalar(f"{prefix}/frames", ep.episode_frames, step=ep.env_frames)
+            self.writer.episodes(episodes)
 
     def _write_summaries(self, frame_rate, step_rate) -> None:
         with self._lock:
@@ -326,7 +305,7 @@ class Learner:
             "learner/env_frames_per_sec": fps,
             "learner/train_steps_per_sec": steps_per_sec,
             # Frames the learner accounts for per second (R2D2: inserted sequences; V-trace: consumed unrolls).
-            "learner/trained_frames_per_sec": steps_per_sec * frames_per_train_step(self.config),
+            "learner/trained_frames_per_sec": steps_per_sec * self.frames_per_train_step,
             "learner/train_steps": steps,
             "learner/queue_depth": self.queue.qsize(),
             "episode/mean_return_last_20": self.episode_log.mean_recent_return(),
@@ -366,83 +345,3 @@ class Learner:
     def done(self) -> bool:
         return self._done.is_set()
 
-
-def replay_lib_spec(store, agent):
-    """ArraySpecs of one replayed sequence: the unroll store's step layout over its full length."""
-    from seed_rl.types import ArraySpec
-
-    length = store.full_length
-    action_spec, env_spec, agent_output_spec, _, state_spec = store.specs
-
-    def seq(s):
-        return ArraySpec((length, *s.shape), s.dtype.name)
-
-    def single(s):
-        return ArraySpec(tuple(s.shape), s.dtype.name)
-
-    from seed_rl.types import Unroll
-
-    return Unroll(agent_state=tf.nest.map_structure(single, state_spec),
-                  prev_actions=tf.nest.map_structure(seq, action_spec),
-                  env_outputs=tf.nest.map_structure(seq, env_spec),
-                  agent_outputs=tf.nest.map_structure(seq, agent_output_spec),
-                  policy_version=ArraySpec((length,), "int64"))
-
-
-class _Policy(tf.Module):
-    """What the SavedModel serves: one step of the agent, recurrent state in and out.
-
-    ``step(prev_actions, env_outputs, agent_state)`` takes and returns nests; the ``serving_default`` signature is
-    the same function with flat, named tensors (``state_i`` for the leaves of the recurrent state).
-    """
-
-    def __init__(self, agent, observation_spec):
-        super().__init__(name="policy")
-        from seed_rl.ops import specs as specs_lib
-
-        # Track the raw tf.Variables, not the Keras model: Keras 3 layers add a `serving_default` of their own
-        # that cannot trace our multi-input call.
-        self.weights = [getattr(v, "value", v) for v in agent.network.variables]
-        self._agent = agent
-        state_spec = tf.nest.map_structure(lambda t: tf.TensorSpec([None, *t.shape[1:]], t.dtype),
-                                           agent.initial_state(1))
-        self._state_structure = state_spec
-        env_spec = specs_lib.env_output_spec(observation_spec)
-        signature = (agent.agent_output_spec().action, env_spec, state_spec)
-        self.step = tf.function(self._step, input_signature=signature)
-        self.initial_state = tf.function(lambda batch_size: agent.initial_state(batch_size),
-                                         input_signature=[tf.TensorSpec([], tf.int32)])
-        flat_spec = {"prev_action": signature[0], **{k: v for k, v in env_spec._asdict().items()
-                                                      if k != "observation"}}
-        if isinstance(env_spec.observation, dict):
-            flat_spec.update({f"observation_{k}": v for k, v in env_spec.observation.items()})
-        else:
-            flat_spec["observation"] = env_spec.observation
-        flat_spec.update({f"state_{i}": s for i, s in enumerate(tf.nest.flatten(state_spec))})
-        flat_spec = {k: tf.TensorSpec(v.shape, v.dtype, name=k) for k, v in flat_spec.items()}
-        self.serving = tf.function(self._serve, input_signature=[flat_spec])
-
-    def _step(self, prev_actions, env_outputs, agent_state):
-        outputs, new_state = self._agent.act(prev_actions, env_outputs, agent_state)
-        return {"outputs": outputs._asdict(), "agent_state": new_state}
-
-    def _serve(self, inputs):
-        if "observation" in inputs:
-            observation = inputs["observation"]
-        else:
-            observation = {k[len("observation_"):]: v for k, v in inputs.items() if k.startswith("observation_")}
-        env_outputs = EnvOutput(inputs["reward"], inputs["done"], observation, inputs["abandoned"],
-                                inputs["episode_step"])
-        leaves = [inputs[f"state_{i}"] for i in range(len(tf.nest.flatten(self._state_structure)))]
-        state = tf.nest.pack_sequence_as(self._state_structure, leaves)
-        outputs, new_state = self._agent.act(inputs["prev_action"], env_outputs, state)
-        flat = dict(outputs._asdict())
-        flat.update({f"state_{i}": s for i, s in enumerate(tf.nest.flatten(new_state))})
-        return flat
-
-
-def export_saved_model(agent, path: str, observation_spec) -> str:
-    """Exports the acting policy (one step, recurrent state in and out) as a SavedModel."""
-    policy = _Policy(agent, observation_spec)
-    tf.saved_model.save(policy, path, signatures={"serving_default": policy.serving.get_concrete_function()})
-    return path

@@ -117,6 +117,15 @@ class SummaryWriter:
                 if v is not None and not (isinstance(v, float) and math.isnan(v)):
                     tf.summary.scalar(k, v)
 
+    def episodes(self, episodes: Iterable[Episode]) -> None:
+        """``episode/`` (or ``eval/``) return, raw return and frames of each episode, stepped at its env frames."""
+        with self._writer.as_default():
+            for ep in episodes:
+                prefix = "eval" if ep.eval else "episode"
+                tf.summary.scalar(f"{prefix}/return", ep.episode_return, step=ep.env_frames)
+                tf.summary.scalar(f"{prefix}/raw_return", ep.raw_return, step=ep.env_frames)
+                tf.summary.scalar(f"{prefix}/frames", ep.episode_frames, step=ep.env_frames)
+
     def histogram(self, name: str, values, step: int) -> None:
         with self._writer.as_default(step=step):
             tf.summary.histogram(name, values)

@@ -1,4 +1,5 @@
-"""The training side of the learner: the bounded unroll queue and the compiled train step.
+"""The training side of the learner: the bounded unroll queue, the data sources an agent's ``feed`` declares
+(queue or prioritized replay), and the trainer that runs an agent's update schedule.
 
 The queue is the back-pressure point of SEED: when it is full, the inference step blocks on ``put``, the batcher
 stops answering, and actors wait. The train step runs in its own thread, concurrently with inference; both use the
@@ -9,12 +10,13 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Any, List
+from typing import Any, Dict, List, NamedTuple, Optional
 
 import numpy as np
 import tensorflow as tf
 
-from seed_rl.types import Unroll
+from seed_rl.ops.unrolls import time_major
+from seed_rl.types import Agent, ArraySpec, Feed, ReplayFeed, Unroll, UpdateSchedule
 
 
 class QueueClosed(Exception):
@@ -70,19 +72,6 @@ def split_unrolls(batch) -> List[Any]:
     return [tf.nest.pack_sequence_as(batch, [leaf[i] for leaf in leaves]) for i in range(count)]
 
 
-def time_major(unroll: Unroll) -> Unroll:
-    """[B, T + 1, ...] -> [T + 1, B, ...] for every leaf but the agent state."""
-    def swap(t):
-        perm = tf.concat([[1, 0], tf.range(2, tf.rank(t))], 0)
-        return tf.transpose(t, perm)
-    return unroll._replace(
-        prev_actions=tf.nest.map_structure(swap, unroll.prev_actions),
-        env_outputs=tf.nest.map_structure(swap, unroll.env_outputs),
-        agent_outputs=tf.nest.map_structure(swap, unroll.agent_outputs),
-        policy_version=swap(unroll.policy_version),
-    )
-
-
 class QueueSource:
     """Training batches straight from the unroll queue (V-trace, on-policy family): each unroll is used once."""
 
@@ -94,8 +83,8 @@ class QueueSource:
         """Returns (batch-major batch, importance weights or None, replay indices or None)."""
         return stack_unrolls(self.queue.get_batch(self.batch_size)), None, None
 
-    def after_step(self, indices, outputs: dict) -> None:
-        del indices, outputs
+    def after_step(self, indices, priorities) -> None:
+        del indices, priorities
 
     def stats(self) -> dict:
         return {}
@@ -129,8 +118,9 @@ class ReplaySource:
         self._sampled += self.batch_size
         return batch, weights, indices
 
-    def after_step(self, indices, outputs: dict) -> None:
-        self.replay.update_priorities(indices, np.asarray(outputs["priorities"], np.float64))
+    def after_step(self, indices, priorities) -> None:
+        if priorities is not None:
+            self.replay.update_priorities(indices, np.asarray(priorities, np.float64))
 
     def stats(self) -> dict:
         out = {"replay/size": len(self.replay), "replay/fill": len(self.replay) / self.replay.capacity,
@@ -140,42 +130,121 @@ class ReplaySource:
         return out
 
 
-class Trainer:
-    """Owns the optimizer and the compiled train step of an agent.
+def replay_sequence_spec(store) -> Unroll:
+    """ArraySpecs of one replayed sequence: the unroll store's step layout over its full length."""
+    length = store.full_length
+    action_spec, env_spec, agent_output_spec, _, state_spec = store.specs
 
-    ``step`` returns ``(scalars, outputs)``: the agent's scalar metrics, and its non-scalar metrics (per-sequence
-    outputs such as R2D2's new priorities) for the data source.
+    def seq(s):
+        return ArraySpec((length, *s.shape), s.dtype.name)
+
+    def single(s):
+        return ArraySpec(tuple(s.shape), s.dtype.name)
+
+    return Unroll(agent_state=tf.nest.map_structure(single, state_spec),
+                  prev_actions=tf.nest.map_structure(seq, action_spec),
+                  env_outputs=tf.nest.map_structure(seq, env_spec),
+                  agent_outputs=tf.nest.map_structure(seq, agent_output_spec),
+                  policy_version=ArraySpec((length,), "int64"))
+
+
+def frames_per_train_step(feed: Feed, batch_size: int, unroll_length: int, num_action_repeats: int) -> int:
+    """Environment frames one train step accounts for (the original's ``iter_frame_ratio``): the unrolls it
+    consumes (queue feed) or inserts into the replay (replay feed: batch_size / replay_ratio sequences)."""
+    unrolls = feed.insertions_per_step(batch_size) if isinstance(feed, ReplayFeed) else batch_size
+    return unrolls * unroll_length * num_action_repeats
+
+
+def make_replay(feed: ReplayFeed, store, seed: int):
+    """The prioritized replay a replay feed declares, over the unroll store's sequences; refuses (ValueError,
+    MemoryError) a buffer that would not fit in memory."""
+    from seed_rl.learner import replay as replay_lib
+
+    spec = replay_sequence_spec(store)
+    required = replay_lib.required_bytes(feed.capacity, spec)
+    print(f"seed_rl learner: the replay buffer ({feed.capacity:,d} sequences of {store.full_length} steps) "
+          f"takes {required / 2**30:.2f} GiB", flush=True)
+    replay_lib.check_memory(required, "the replay buffer")
+    return replay_lib.PrioritizedReplay(
+        feed.capacity, spec, priority_exponent=feed.priority_exponent,
+        importance_sampling_exponent=feed.importance_sampling_exponent, seed=seed, check=False)
+
+
+class TrainStepResult(NamedTuple):
+    metrics: Dict[str, Any]
+    """Scalar tensors: the agent's metrics (averaged over the batch's updates) and the trainer's own."""
+    priorities: Optional[np.ndarray]
+    """Replay agents: the batch's new priorities [B] (from the last epoch), in batch order; else None."""
+
+
+class Trainer:
+    """Owns the optimizer and the compiled update of an agent, and runs the agent's update schedule.
+
+    ``step(batch, weights)`` is one training step: ``schedule.epochs`` passes over the batch, each in
+    ``schedule.minibatches`` disjoint minibatches of sequences (shuffled per epoch when there is more than one
+    update), one optimizer update per minibatch; then the policy version advances by one. After optimizer update
+    number ``k`` (counted over the whole run) the agent's ``update_targets(k)`` runs inside the compiled update.
     """
 
-    def __init__(self, agent, optimizer, policy_version: tf.Variable):
+    def __init__(self, agent: Agent, optimizer, policy_version: tf.Variable, schedule: Optional[UpdateSchedule] = None,
+                 seed: int = 0):
         self.agent = agent
         self.optimizer = optimizer
         self.policy_version = policy_version
+        self.schedule = schedule or agent.schedule
+        self._rng = np.random.default_rng(seed)
         self.optimizer.build(agent.trainable_variables)
-        self._compiled = tf.function(self._train_step, reduce_retracing=True)
+        self._compiled = tf.function(self._update, reduce_retracing=True)
 
     def learning_rate(self) -> float:
         lr = self.optimizer.learning_rate
         return float(lr.numpy() if hasattr(lr, "numpy") else lr)
 
-    def step(self, batch, weights=None):
-        metrics = self._compiled(batch, weights)
-        scalars = {k: v for k, v in metrics.items() if v.shape.rank == 0}
-        outputs = {k: v for k, v in metrics.items() if v.shape.rank != 0}
-        return scalars, outputs
+    def step(self, batch, weights=None) -> TrainStepResult:
+        """One training step on a batch-major batch [B, T + 1, ...] (numpy or tensors); ``weights`` [B] or None."""
+        updates = self.schedule.updates_per_batch
+        first_update = int(self.policy_version.numpy()) * updates
+        if updates == 1:
+            metrics, new = self._compiled(batch, weights, tf.constant(first_update + 1, tf.int64))
+            self.policy_version.assign_add(1)
+            return TrainStepResult(dict(metrics), None if new is None else np.asarray(new))
+        size = int(tf.nest.flatten(batch)[0].shape[0])
+        minibatches = self.schedule.minibatches
+        if size % minibatches:
+            raise ValueError(f"a batch of {size} sequences does not split into {minibatches} equal minibatches")
+        batch = tf.nest.map_structure(np.asarray, batch)
+        weights = None if weights is None else np.asarray(weights)
+        sums: Dict[str, float] = {}
+        priorities: Optional[np.ndarray] = None
+        k = first_update
+        for _ in range(self.schedule.epochs):
+            order = self._rng.permutation(size)
+            for part in np.split(order, minibatches):
+                k += 1
+                mini = tf.nest.map_structure(lambda x, idx=part: x[idx], batch)
+                mini_weights = None if weights is None else weights[part]
+                metrics, new = self._compiled(mini, mini_weights, tf.constant(k, tf.int64))
+                for name, value in metrics.items():
+                    sums[name] = sums.get(name, 0.0) + float(value)
+                if new is not None:
+                    if priorities is None:
+                        priorities = np.zeros([size], np.float64)
+                    priorities[part] = np.asarray(new)
+        self.policy_version.assign_add(1)
+        mean = {name: tf.constant(total / updates, tf.float32) for name, total in sums.items()}
+        return TrainStepResult(mean, priorities)
 
-    def _train_step(self, batch, weights):
+    def _update(self, batch, weights, update):
         unroll = time_major(batch)
         variables = self.agent.trainable_variables
         with tf.GradientTape() as tape:
-            loss, metrics = self.agent.loss(unroll, weights)
-        grads = tape.gradient(loss, variables)
-        metrics = dict(metrics)
+            result = self.agent.loss(unroll, weights)
+        grads = tape.gradient(result.loss, variables)
+        metrics = dict(result.metrics)
         metrics["learner/grad_norm"] = tf.linalg.global_norm([g for g in grads if g is not None])
         self.optimizer.apply_gradients(
             [(g, v) for g, v in zip(grads, variables) if g is not None])
         version = tf.cast(self.policy_version, tf.float32)
         metrics["learner/policy_lag"] = version - tf.reduce_mean(tf.cast(unroll.policy_version, tf.float32))
-        self.policy_version.assign_add(1)
-        metrics["learner/target_updated"] = tf.cast(self.agent.after_train_step(self.policy_version), tf.float32)
-        return metrics
+        metrics["learner/target_updated"] = tf.cast(self.agent.update_targets(update), tf.float32)
+        return metrics, result.priorities

@@ -9,12 +9,14 @@ from __future__ import annotations
 import threading
 import time
 
+import gymnasium
 import numpy as np
 import pytest
 
 from seed_rl.actors.actor import Actor
 from seed_rl.config import Config, EnvConfig, RunConfig
-from seed_rl.envs import env_specs
+from seed_rl.envs import EnvFamily, env_specs, register_family, registry
+from seed_rl.envs.testing import create_test_environment
 from seed_rl.transport.server import InferenceServer
 
 
@@ -185,6 +187,74 @@ def test_actor_with_mismatched_env_spec_exits_with_a_clear_error():
     port = server.start()
     try:
         with pytest.raises(ProtocolMismatchError, match="observation spec"):
+            _run_actor(f"127.0.0.1:{port}", steps=3)
+    finally:
+        server.stop()
+    assert rec.rows == []
+
+
+class _ScoreInInfo(gymnasium.Wrapper):
+    """Puts ``score = 100 * reward`` and a ``score_reward`` (which no built-in family reads) in every step's info."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return obs, reward, terminated, truncated, {**info, "score": 100.0 * float(reward), "score_reward": -1.0}
+
+
+def _scored_family() -> EnvFamily:
+    def factory(config, env_id):
+        return _ScoreInInfo(create_test_environment(config.name, env_id, config.num_action_repeats))
+
+    return EnvFamily(name="scored_in_info", factory=factory, description="counting with a score in the info",
+                     raw_reward=lambda reward, info: info["score"])
+
+
+@pytest.mark.parametrize("family", ["test", "scored_in_info"])
+def test_the_raw_reward_is_the_env_familys_rule(monkeypatch, family):
+    """The actor sends the family's raw reward (here: the info's score) next to the reward; by default, the
+    reward itself, whatever the info holds."""
+    monkeypatch.setattr(registry, "_FAMILIES", dict(registry._FAMILIES))
+    register_family(_scored_family())
+    wrapped = family != "test"
+    raw = []
+
+    def handler(batch):
+        raw.extend(zip(batch.env_ids.tolist(), batch.env_outputs.reward.tolist(), batch.raw_rewards.tolist()))
+        return np.ones(len(batch.env_ids), np.int32)
+
+    config = Config(env=EnvConfig(family=family, name="counting:length=3,num_actions=2"),
+                    run=RunConfig(num_actors=1, env_batch_size=2))
+    obs_spec, act_spec = env_specs(config.env)
+    server = InferenceServer("127.0.0.1:0", handler, num_envs=2, env_batch_size=2, observation_spec=obs_spec,
+                             action_spec=act_spec, config_json=config.to_json(), inference_batch_size=2,
+                             max_batch_wait_ms=1.0)
+    port = server.start()
+    try:
+        _run_actor(f"127.0.0.1:{port}", steps=5)
+    finally:
+        server.stop()
+    rewards = [(r, raw_r) for env_id, r, raw_r in raw if env_id == 0]
+    assert [r for r, _ in rewards[:5]] == [0.0, 2.0, 3.0, 4.0, 2.0]  # as in the episode-semantics test
+    assert [raw_r for _, raw_r in rewards] == [r * 100.0 if wrapped else r for r, _ in rewards]
+
+
+def test_an_env_family_unknown_to_the_actor_is_a_clear_error():
+    """A family registered in the learner's process only (from Python) does not exist in actor subprocesses."""
+    from seed_rl.actors.actor import EnvConfigError
+
+    config = Config(env=EnvConfig(family="registered_in_the_learner_only", name="x"),
+                    run=RunConfig(num_actors=1, env_batch_size=2))
+    _, act_spec = env_specs(EnvConfig(family="test", name="counting:length=3,num_actions=2"))
+    from seed_rl.types import ArraySpec
+
+    rec = Recorder()
+    server = InferenceServer("127.0.0.1:0", rec, num_envs=2, env_batch_size=2,
+                             observation_spec=ArraySpec((4,), "int32"), action_spec=act_spec,
+                             config_json=config.to_json(), inference_batch_size=2, max_batch_wait_ms=1.0)
+    port = server.start()
+    try:
+        with pytest.raises(EnvConfigError, match="unknown env family 'registered_in_the_learner_only'.*"
+                                                 "actor threads see it, actor subprocesses do not"):
             _run_actor(f"127.0.0.1:{port}", steps=3)
     finally:
         server.stop()

@@ -5,7 +5,8 @@ import pytest
 import tensorflow as tf
 
 from seed_rl.agents.r2d2 import R2D2Config
-from seed_rl.agents.r2d2.agent import AgentOutput, R2D2Agent, ape_x_epsilons, priorities_from_td
+from seed_rl.agents.r2d2.agent import AgentOutput, R2D2Agent, ape_x_epsilons
+from seed_rl.ops.priorities import sequence_priorities
 from seed_rl.ops.specs import zeros_env_output
 from seed_rl.types import ArraySpec, EnvOutput, Unroll
 
@@ -64,23 +65,22 @@ def _unroll(agent, L=9, B=3, done=None, abandoned=None, seed=0):
 def test_loss_priorities_and_importance_weights():
     agent = _agent(burn_in=2, n_steps=3)
     unroll = _unroll(agent)
-    loss, metrics = agent.loss(unroll, tf.ones([3]))
+    loss, metrics, priorities = agent.loss(unroll, tf.ones([3]))
     assert np.isfinite(float(loss))
-    assert metrics["priorities"].shape == [3]
-    assert np.all(metrics["priorities"].numpy() >= 0)
+    assert priorities.shape == [3] and "losses/total" in metrics
+    assert np.all(priorities.numpy() >= 0)
     # Importance weights scale each sequence's loss.
-    loss_half, _ = agent.loss(unroll, tf.constant([0.5, 0.5, 0.5]))
+    loss_half = agent.loss(unroll, tf.constant([0.5, 0.5, 0.5])).loss
     np.testing.assert_allclose(float(loss_half), 0.5 * float(loss), rtol=1e-5)
     with tf.GradientTape() as tape:
-        loss, _ = agent.loss(unroll, tf.ones([3]))
+        loss = agent.loss(unroll, tf.ones([3])).loss
     grads = tape.gradient(loss, agent.trainable_variables)
     assert all(g is not None for g in grads)
 
 
 def test_priority_mixes_max_and_mean():
-    cfg = R2D2Config(priority_mix=0.9)
     abs_td = tf.constant([[1.0], [3.0]])
-    p = priorities_from_td(cfg, abs_td, tf.ones([2, 1]))
+    p = sequence_priorities(abs_td, tf.ones([2, 1]), 0.9)
     np.testing.assert_allclose(p.numpy(), [0.9 * 3 + 0.1 * 2], rtol=1e-6)
 
 
@@ -103,9 +103,9 @@ def test_target_network_is_copied_every_n_steps():
     online = agent.network.trainable_variables[0]
     target = agent.target_network.trainable_variables[0]
     online.assign(online + 1.0)
-    assert not bool(agent.after_train_step(tf.constant(1, tf.int64)))
+    assert not bool(agent.update_targets(tf.constant(1, tf.int64)))
     assert not np.allclose(online.numpy(), target.numpy())
-    assert bool(agent.after_train_step(tf.constant(3, tf.int64)))
+    assert bool(agent.update_targets(tf.constant(3, tf.int64)))
     np.testing.assert_allclose(online.numpy(), target.numpy())
 
 
@@ -116,7 +116,7 @@ def test_flipped_reward_changes_the_targets():
     b.network.set_weights(a.network.get_weights())
     b.target_network.set_weights(a.target_network.get_weights())
     unroll = _unroll(a)
-    assert abs(float(a.loss(unroll)[0]) - float(b.loss(unroll)[0])) > 1e-6
+    assert abs(float(a.loss(unroll).loss) - float(b.loss(unroll).loss)) > 1e-6
 
 
 def test_needs_a_training_env():

@@ -85,7 +85,7 @@ def test_loss_is_finite_and_flipping_the_policy_gradient_flips_its_gradient():
     grads = []
     for a in (agent, flipped):
         with tf.GradientTape() as tape:
-            loss, metrics = a.loss(unroll)
+            loss, metrics, _ = a.loss(unroll)
         assert np.isfinite(float(loss))
         g = tape.gradient(metrics["losses/policy"], policy_vars(a))
         grads.append(g[0].numpy())
@@ -116,14 +116,11 @@ def test_truncated_step_has_zero_td_error_and_no_policy_gradient():
             del patched
             from seed_rl.agents.vtrace import loss as loss_lib
 
-            class _Net:
-                def __call__(self, *a, **kw):
-                    return outputs._replace(policy_logits=logits), ()
+            def network(*args, **kwargs):
+                return outputs._replace(policy_logits=logits), ()
 
-            shim = dataclasses.make_dataclass("Shim", [])()
-            shim.config, shim.distribution, shim.network = agent.config, agent.distribution, _Net()
-            shim.entropy_cost = agent.entropy_cost
-            _, metrics = loss_lib.compute_loss(shim, unroll)
+            metrics = loss_lib.compute_loss(agent.config, network, agent.distribution, agent.entropy_cost,
+                                            unroll).metrics
         return tape.gradient(metrics["losses/policy"], logits_var)[0].numpy()
 
     assert np.allclose(per_step_policy_grad(k), 0.0)
@@ -134,7 +131,7 @@ def test_adaptive_entropy_cost_moves_towards_the_target():
     agent = _agent(lstm_size=0, target_entropy=0.0, entropy_cost=0.01)
     unroll = _unroll(agent)
     with tf.GradientTape() as tape:
-        loss, _ = agent.loss(unroll)
+        loss = agent.loss(unroll).loss
     (g,) = tape.gradient(loss, [agent.entropy_cost.param])
     # Entropy is above the target (0), so the coefficient's gradient is positive: a descent step lowers it.
     assert float(g) > 0

@@ -15,15 +15,20 @@ cv2 = pytest.importorskip("cv2")
 
 from seed_rl.config import EnvConfig
 from seed_rl.envs import ATARI_57, create_environment, env_specs
-from seed_rl.envs.atari import atari_env_id, make_ale_env
+from seed_rl.envs.atari import AtariOptions, atari_env_id, make_ale_env
 from seed_rl.types import ArraySpec
 
 pytestmark = pytest.mark.atari
 
 
+_OPTIONS = {f for f in AtariOptions.__dataclass_fields__}
+
+
 def atari_config(**kwargs) -> EnvConfig:
+    """An Atari EnvConfig; the keyword arguments that are AtariOptions fields go into its options."""
     kwargs.setdefault("name", "Pong")
-    return EnvConfig(family="atari", **kwargs)
+    options = AtariOptions(**{k: kwargs.pop(k) for k in list(kwargs) if k in _OPTIONS})
+    return EnvConfig(family="atari", options=options, **kwargs)
 
 
 def test_specs_pong():
@@ -132,7 +137,7 @@ def reference_run(config: EnvConfig, env_id: int, num_steps: int, action_seed: i
     """Steps the preprocessed env and a raw ALE env side by side; yields (expected, actual) per step."""
     frame_skip = config.num_action_repeats
     env = create_environment(config, env_id)
-    raw = make_ale_env(config.name, config.sticky_actions, config.max_episode_frames)
+    raw = make_ale_env(config.name, config.options.sticky_actions, config.options.max_episode_frames)
     rng = np.random.default_rng(action_seed)
 
     def resize(frame):

@@ -1,13 +1,13 @@
 """The inference step's bookkeeping, with a fake agent whose state counts the steps it has seen.
 
 The fake agent's state is the number of steps since its last reset; its action is ``10 * obs + state`` so the
-tests can see both the observation and the recurrent state that produced each action.
+tests can see both the observation and the recurrent state that produced each action. How the step is called (the
+fast path against the public call, and the real agents through both) is tested in test_fast_call.py.
 """
 
 from typing import NamedTuple
 
 import numpy as np
-import pytest
 import tensorflow as tf
 
 from seed_rl.learner.inference import InferenceStep
@@ -137,76 +137,3 @@ def test_eval_envs_act_and_finish_episodes_but_never_enter_unrolls():
         assert 2 not in out.completed_env_ids.numpy().tolist()
         assert len(out.actions.numpy()) == 3
     assert out.finished_env_ids.numpy().tolist() == [0, 1, 2]
-
-
-class _Pair(NamedTuple):
-    a: object
-    b: object
-
-
-def test_packer_is_the_inverse_of_tf_nest_flatten():
-    from seed_rl.learner.inference import _packer
-
-    structure = _Pair(a={"z": 1, "b": (2, [3, 4])}, b=_Pair(a=(), b=5))
-    flat = tf.nest.flatten(structure)
-    assert flat == [2, 3, 4, 1, 5]  # dicts flatten in sorted key order
-    packed = _packer(structure)([10 * x for x in flat])
-    assert packed == tf.nest.map_structure(lambda x: 10 * x, structure)
-    assert type(packed.b) is _Pair and type(packed.a["b"][1]) is list
-
-
-def test_the_direct_call_gives_what_the_public_call_gives():
-    """InferenceStep calls its graph through TensorFlow's internal flat entry point; two identical steps, one
-    through it and one through the concrete function's public call, return the same structure and values."""
-    fast, slow = make(num_envs=2, unroll_length=1), make(num_envs=2, unroll_length=1)
-    concrete = slow._compiled.get_concrete_function(*slow.input_signature)
-    slow._call = lambda flat: concrete(*flat[:2], flat[2])
-    for k, obs in enumerate(([1, 2], [3, 4], [5, 6])):
-        a = step(fast, [0, 1], [1, 1], obs, done=[k == 2, False])
-        b = step(slow, [0, 1], [1, 1], obs, done=[k == 2, False])
-        tf.nest.assert_same_structure(a, b)
-        for x, y in zip(tf.nest.flatten(a), tf.nest.flatten(b)):
-            np.testing.assert_array_equal(x.numpy(), y.numpy())
-    assert fast._call.__qualname__.startswith("_flat_caller.<locals>.call")  # the direct path was taken
-
-
-@pytest.mark.parametrize("preset", ["classic_vtrace", "classic_r2d2"])
-def test_real_agents_give_the_same_steps_through_the_direct_call(preset):
-    """The real agents' inference steps (V-trace's MLP; R2D2's LSTM, whose scan the single-threaded executor
-    refuses, and whose state Keras returns in tracking wrappers) give what the public call gives: the same
-    structure, dtypes and shapes, and the same values wherever the sampled actions play no part."""
-    from seed_rl import agents as agents_lib
-    from seed_rl.configs import get_preset
-    from seed_rl.envs import env_specs
-
-    config = get_preset(preset)
-    obs_spec, act_spec = env_specs(config.env)
-    steps = []
-    for direct in (True, False):
-        tf.random.set_seed(3)
-        agent = agents_lib.make_agent(config.agent_name, config.agent, obs_spec, act_spec, num_envs=2)
-        inf = InferenceStep(agent, obs_spec, 2, 3, 1, tf.Variable(0, dtype=tf.int64),
-                            num_overlapping_steps=agent.num_overlapping_steps)
-        if not direct:
-            concrete = inf._compiled.get_concrete_function(*inf.input_signature)
-            inf._call = lambda flat, concrete=concrete: concrete(*flat[:2], flat[2])
-            inf._executor = None
-        rng = np.random.default_rng(0)
-        outs = []
-        for k in range(3 + inf.store.full_length):
-            eo = EnvOutput(reward=np.ones(2, np.float32), done=np.array([k == 3, False]),
-                           observation=rng.normal(size=(2, 4)).astype(np.float32),
-                           abandoned=np.zeros(2, bool), episode_step=np.full(2, k, np.int32))
-            outs.append(inf(np.arange(2, dtype=np.int32), np.ones(2, np.int64), eo, eo.reward))
-        steps.append(outs)
-    for a, b in zip(*steps):
-        tf.nest.assert_same_structure(a, b)
-        for x, y in zip(tf.nest.flatten(a), tf.nest.flatten(b)):
-            assert (x.dtype, x.shape) == (y.dtype, y.shape)
-        # Actions are sampled, so only what does not depend on the draws is compared by value.
-        deterministic = (a.frames, a.completed_env_ids, a.finished_env_ids, a.finished, a.reset_env_ids,
-                         a.unrolls.env_outputs), (b.frames, b.completed_env_ids, b.finished_env_ids, b.finished,
-                                                  b.reset_env_ids, b.unrolls.env_outputs)
-        for x, y in zip(*map(tf.nest.flatten, deterministic)):
-            np.testing.assert_array_equal(x.numpy(), y.numpy())
-    assert any(int(o.completed_env_ids.shape[0]) for o in steps[0])  # unrolls did complete

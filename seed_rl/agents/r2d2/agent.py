@@ -1,9 +1,9 @@
 """The R2D2 agent (Kapturowski et al. 2019): a recurrent dueling Q-network acting epsilon-greedily per env (Ape-X
 epsilons), trained from prioritized sequence replay with burn-in, n-step double-Q targets and value rescaling.
 
-It plugs into the same learner as V-trace through the Agent protocol; what differs is declared, not probed:
-``uses_replay`` (the learner builds a prioritized replay), ``num_overlapping_steps`` (burn-in), ``initial_priorities``
-and ``after_train_step`` (target network copy).
+It plugs into the same learner as V-trace through the Agent protocol (``seed_rl.types.Agent``); what differs is
+declared, not probed: ``feed`` (a prioritized replay with its settings and the initial priorities of new sequences),
+``num_overlapping_steps`` (burn-in) and ``update_targets`` (the periodic target-network copy).
 """
 
 from __future__ import annotations
@@ -18,7 +18,10 @@ from seed_rl.agents.r2d2.config import R2D2Config
 from seed_rl.agents.r2d2.loss import compute_loss, sequence_td_errors
 from seed_rl.networks import MLPTorso, checkpoint_variables
 from seed_rl.networks.dueling import DuelingLSTMDQNNet
-from seed_rl.types import ArraySpec, EnvOutput, ObservationSpec
+from seed_rl.ops.priorities import sequence_priorities
+from seed_rl.ops.specs import zeros_env_output
+from seed_rl.ops.unrolls import time_major
+from seed_rl.types import ArraySpec, EnvOutput, LossResult, ObservationSpec, ReplayFeed, UpdateSchedule
 
 
 class AgentOutput(NamedTuple):
@@ -47,7 +50,7 @@ def build_network(config: R2D2Config, observation_spec: ObservationSpec, action_
 
 class R2D2Agent:
     name = "r2d2"
-    uses_replay = True
+    schedule = UpdateSchedule()  # one update per sampled batch
 
     def __init__(self, config: R2D2Config, observation_spec: ObservationSpec, action_spec: ArraySpec,
                  num_envs: int = 1, num_eval_envs: int = 0):
@@ -61,6 +64,11 @@ class R2D2Agent:
         self.action_spec = action_spec
         self.num_actions = action_spec.num_values
         self.num_overlapping_steps = config.burn_in
+        self.feed = ReplayFeed(
+            capacity=config.replay_buffer_size, min_size=config.replay_buffer_min_size,
+            replay_ratio=config.replay_ratio, priority_exponent=config.priority_exponent,
+            importance_sampling_exponent=config.importance_sampling_exponent,
+            checkpointed=config.checkpoint_replay, initial_priorities=self.initial_priorities)
         epsilons = np.concatenate([ape_x_epsilons(num_envs - num_eval_envs),
                                    np.full([num_eval_envs], config.eval_epsilon, np.float32)])
         self.epsilons = tf.constant(epsilons, tf.float32)
@@ -86,40 +94,43 @@ class R2D2Agent:
         explore = tf.random.uniform([n]) < epsilon
         return AgentOutput(tf.where(explore, random_actions, greedy), q), new_state
 
-    def loss(self, unroll, weights=None):
-        return compute_loss(self, unroll, weights)
+    def loss(self, unroll, weights=None) -> LossResult:
+        return compute_loss(self.config, self.network, self.target_network, unroll, weights)
 
     def initial_priorities(self, unrolls):
         """Priorities of freshly completed sequences ``[C, L, ...]`` (batch-major) from the Q-values stored at
         acting time, used as both online and target values (as the original; no extra forward pass)."""
-        from seed_rl.learner.training import time_major
-
         unroll = time_major(unrolls)
         suffix = tf.nest.map_structure(lambda t: t[self.config.burn_in:], unroll)
         q = suffix.agent_outputs.q_values
         delta, valid = sequence_td_errors(self.config, q, q, suffix)
-        return priorities_from_td(self.config, tf.abs(delta), valid)
+        return sequence_priorities(tf.abs(delta), valid, self.config.priority_mix)
 
-    def after_train_step(self, step):
-        """Copies the online weights to the target network every ``update_target_every_n_step`` steps (and at 0)."""
+    def update_targets(self, update):
+        """Copies the online weights to the target network every ``update_target_every_n_step`` updates (the
+        weights are equal at the start)."""
         def copy():
             for target, online in zip(self.target_network.variables, self.network.variables):
                 target.assign(online)
             return tf.constant(True)
 
-        return tf.cond(tf.equal(step % self.config.update_target_every_n_step, 0), copy,
+        return tf.cond(tf.equal(update % self.config.update_target_every_n_step, 0), copy,
                        lambda: tf.constant(False))
 
     @property
     def trainable_variables(self):
         return list(self.network.trainable_variables)
 
+    @property
+    def policy_variables(self):
+        return checkpoint_variables(self.network)
+
     def checkpoint_items(self) -> dict:
         return {"network": checkpoint_variables(self.network),
                 "target_network": checkpoint_variables(self.target_network)}
 
-    def make_optimizer(self, total_train_steps: int):
-        del total_train_steps  # constant learning rate (main file)
+    def make_optimizer(self, total_updates: int):
+        del total_updates  # constant learning rate (main file)
         c = self.config
         return keras.optimizers.Adam(learning_rate=c.learning_rate, epsilon=c.adam_epsilon,
                                      global_clipnorm=c.clip_norm or None)
@@ -128,23 +139,14 @@ class R2D2Agent:
         return AgentOutput(action=tf.TensorSpec([batch_size], tf.int32),
                            q_values=tf.TensorSpec([batch_size, self.num_actions], tf.float32))
 
-    def greedy_action(self, outputs) -> tf.Tensor:
-        return tf.argmax(outputs.q_values, axis=-1, output_type=tf.int32)
+    def greedy_action(self, agent_outputs) -> tf.Tensor:
+        return tf.argmax(agent_outputs.q_values, axis=-1, output_type=tf.int32)
 
     # -- helpers -----------------------------------------------------------------------------------------------
     def _build(self) -> None:
-        from seed_rl.ops.specs import zeros_env_output
-
         env_output = zeros_env_output(self.observation_spec, 1)
         for net in (self.network, self.target_network):
             net(tf.zeros([1], tf.int32), env_output, self.initial_state(1))
         for target, online in zip(self.target_network.variables, self.network.variables):
             target.assign(online)
 
-
-def priorities_from_td(config: R2D2Config, abs_td, valid):
-    """eta * max_t |delta| + (1 - eta) * mean_t |delta| over the valid steps of each sequence ([T, B] -> [B])."""
-    eta = config.priority_mix
-    masked = abs_td * valid
-    count = tf.maximum(tf.reduce_sum(valid, axis=0), 1.0)
-    return eta * tf.reduce_max(masked, axis=0) + (1.0 - eta) * tf.reduce_sum(masked, axis=0) / count

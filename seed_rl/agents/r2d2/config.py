@@ -55,7 +55,3 @@ class R2D2Config:
             raise ValueError(f"torso must be nature or mlp, got {self.torso!r}")
         if self.torso == "mlp" and self.stack_size != 1:
             raise ValueError("frame stacking (stack_size > 1) needs image observations (torso=nature)")
-
-    def insertions_per_step(self, batch_size: int) -> int:
-        """Sequences inserted per training step (the original's replay-ratio coupling)."""
-        return max(1, int(batch_size / self.replay_ratio))

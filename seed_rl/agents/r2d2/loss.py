@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from seed_rl.agents.r2d2.config import R2D2Config
 from seed_rl.ops.nstep import double_q_bootstrap, n_step_bellman_target
+from seed_rl.ops.priorities import sequence_priorities
 from seed_rl.ops.value_rescaling import inverse_value_rescaling, value_rescaling
+from seed_rl.types import LossResult
 
 
-def sequence_td_errors(config, q_online, q_target, suffix):
+def sequence_td_errors(config: R2D2Config, q_online, q_target, suffix):
     """|delta_t| [T, B] and the valid-step mask [T, B] for Q-values ``[T + 1, B, A]`` over the loss window."""
     eps = config.value_function_rescaling_epsilon
     actions = suffix.agent_outputs.action[:-1]
@@ -42,18 +45,21 @@ def sequence_td_errors(config, q_online, q_target, suffix):
     return delta, valid
 
 
-def compute_loss(agent, unroll, weights=None):
-    c = agent.config
+def compute_loss(config: R2D2Config, network, target_network, unroll, weights=None) -> LossResult:
+    """The loss of a time-major sequence batch. ``network`` and ``target_network`` are called as
+    ``net(prev_actions, env_outputs, state, unroll=True) -> (outputs with .q_values, state)``; ``weights`` [B] are
+    the importance-sampling weights (None: all 1). Returns the loss, scalar metrics and the new priorities [B]."""
+    c = config
     burn_in = c.burn_in
     prefix = tf.nest.map_structure(lambda t: t[:burn_in], unroll)
     suffix = tf.nest.map_structure(lambda t: t[burn_in:], unroll)
     online_state = target_state = unroll.agent_state
     if burn_in:
-        _, online_state = agent.network(prefix.prev_actions, prefix.env_outputs, online_state, unroll=True)
+        _, online_state = network(prefix.prev_actions, prefix.env_outputs, online_state, unroll=True)
         online_state = tf.nest.map_structure(tf.stop_gradient, online_state)
-        _, target_state = agent.target_network(prefix.prev_actions, prefix.env_outputs, target_state, unroll=True)
-    q_online = agent.network(suffix.prev_actions, suffix.env_outputs, online_state, unroll=True)[0].q_values
-    q_target = agent.target_network(suffix.prev_actions, suffix.env_outputs, target_state, unroll=True)[0].q_values
+        _, target_state = target_network(prefix.prev_actions, prefix.env_outputs, target_state, unroll=True)
+    q_online = network(suffix.prev_actions, suffix.env_outputs, online_state, unroll=True)[0].q_values
+    q_target = target_network(suffix.prev_actions, suffix.env_outputs, target_state, unroll=True)[0].q_values
     q_target = tf.stop_gradient(q_target)
 
     delta, valid = sequence_td_errors(c, q_online, q_target, suffix)
@@ -61,16 +67,12 @@ def compute_loss(agent, unroll, weights=None):
     if weights is None:
         weights = tf.ones_like(per_sequence)
     loss = tf.reduce_mean(tf.cast(weights, tf.float32) * per_sequence)
-    from seed_rl.agents.r2d2.agent import priorities_from_td
-
-    priorities = priorities_from_td(c, tf.abs(delta), valid)
+    priorities = sequence_priorities(tf.abs(delta), valid, c.priority_mix)
     metrics = {
         "losses/total": loss,
         "losses/td_squared": tf.reduce_sum(tf.square(delta) * valid) / tf.maximum(tf.reduce_sum(valid), 1.0),
         "q/mean": tf.reduce_mean(q_online),
         "q/max": tf.reduce_max(q_online),
         "replay/mean_importance_weight": tf.reduce_mean(tf.cast(weights, tf.float32)),
-        # Non-scalar metrics are per-sequence outputs for the learner (priority updates, histograms).
-        "priorities": tf.stop_gradient(priorities),
     }
-    return loss, metrics
+    return LossResult(loss, metrics, tf.stop_gradient(priorities))

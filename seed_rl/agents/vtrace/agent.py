@@ -13,7 +13,8 @@ from seed_rl.agents.vtrace.config import VTraceConfig
 from seed_rl.agents.vtrace.loss import compute_loss
 from seed_rl.networks import ActorCriticNetwork, ImpalaDeepTorso, MLPTorso, checkpoint_variables
 from seed_rl.ops.distributions import get_distribution
-from seed_rl.types import ArraySpec, EnvOutput, ObservationSpec
+from seed_rl.ops.specs import zeros_env_output
+from seed_rl.types import ArraySpec, EnvOutput, LossResult, ObservationSpec, QueueFeed, UpdateSchedule
 
 
 class AgentOutput(NamedTuple):
@@ -57,7 +58,8 @@ class VTraceAgent:
     """Acts with the actor-critic network and computes the V-trace loss."""
 
     name = "vtrace"
-    uses_replay = False
+    feed = QueueFeed()  # each unroll trains once (IMPALA's on-policy-ish queue, corrected by V-trace)
+    schedule = UpdateSchedule()  # one update per batch
     num_overlapping_steps = 0
 
     def __init__(self, config: VTraceConfig, observation_spec: ObservationSpec, action_spec: ArraySpec,
@@ -82,29 +84,33 @@ class VTraceAgent:
         action = self.distribution.sample(outputs.policy_logits)
         return AgentOutput(tf.cast(action, tf.int32), outputs.policy_logits, outputs.baseline), new_state
 
-    def loss(self, unroll, weights=None):
+    def loss(self, unroll, weights=None) -> LossResult:
         del weights  # on-policy queue: every unroll counts once
-        return compute_loss(self, unroll)
+        return compute_loss(self.config, self.network, self.distribution, self.entropy_cost, unroll)
 
-    def after_train_step(self, step):
-        del step
+    def update_targets(self, update):
+        del update  # no target network
         return tf.constant(False)
 
-    def greedy_action(self, outputs) -> tf.Tensor:
-        return tf.argmax(outputs.policy_logits, axis=-1, output_type=tf.int32)
+    def greedy_action(self, agent_outputs) -> tf.Tensor:
+        return tf.cast(self.distribution.mode(agent_outputs.policy_logits), tf.int32)
 
     @property
     def trainable_variables(self):
         return list(self.network.trainable_variables) + [self.entropy_cost.param]
 
+    @property
+    def policy_variables(self):
+        return checkpoint_variables(self.network)
+
     def checkpoint_items(self) -> dict:
         return {"network": checkpoint_variables(self.network), "entropy_cost": self.entropy_cost}
 
-    def make_optimizer(self, total_train_steps: int):
+    def make_optimizer(self, total_updates: int):
         c = self.config
         if c.lr_schedule == "linear":
             lr = keras.optimizers.schedules.PolynomialDecay(
-                c.learning_rate, decay_steps=max(int(total_train_steps), 1), end_learning_rate=0.0)
+                c.learning_rate, decay_steps=max(int(total_updates), 1), end_learning_rate=0.0)
         else:
             lr = c.learning_rate
         if c.optimizer == "rmsprop":
@@ -127,7 +133,5 @@ class VTraceAgent:
     # -- helpers -----------------------------------------------------------------------------------------------
     def _build(self) -> None:
         """Creates the variables by running one step on zeros."""
-        from seed_rl.ops.specs import zeros_env_output  # local import: learner helpers, no cycle at import
-
         env_output = zeros_env_output(self.observation_spec, 1)
         self.act(tf.zeros([1], tf.int32), env_output, self.initial_state(1))

@@ -16,14 +16,21 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from seed_rl.agents.vtrace.config import VTraceConfig
 from seed_rl.ops import vtrace
+from seed_rl.types import LossResult
 
 
-def compute_loss(agent, unroll):
-    """Returns (total_loss, metrics) for a time-major unroll batch. ``agent`` is a VTraceAgent."""
-    c = agent.config
-    dist = agent.distribution
-    learner_outputs, _ = agent.network(unroll.prev_actions, unroll.env_outputs, unroll.agent_state, unroll=True)
+def compute_loss(config: VTraceConfig, network, distribution, entropy_cost, unroll) -> LossResult:
+    """The loss of a time-major unroll batch.
+
+    ``network(prev_actions, env_outputs, state, unroll=True) -> (outputs with .policy_logits and .baseline, state)``
+    is re-run over the unroll; ``distribution`` gives log-probs and entropies of its logits; ``entropy_cost()`` is
+    the (possibly adapted) entropy coefficient.
+    """
+    c = config
+    dist = distribution
+    learner_outputs, _ = network(unroll.prev_actions, unroll.env_outputs, unroll.agent_state, unroll=True)
 
     bootstrap_value = learner_outputs.baseline[-1]
     behaviour = tf.nest.map_structure(lambda t: t[:-1], unroll.agent_outputs)
@@ -55,7 +62,7 @@ def compute_loss(agent, unroll):
     baseline_loss = c.baseline_cost * 0.5 * tf.reduce_mean(tf.square(v_error))
     entropy = dist.entropy(learner_outputs.policy_logits)
     mean_entropy = tf.reduce_sum(entropy * valid) / tf.maximum(tf.reduce_sum(valid), 1.0)
-    entropy_cost = agent.entropy_cost()
+    entropy_cost = entropy_cost()
     entropy_loss = -tf.stop_gradient(entropy_cost) * mean_entropy
     kl = tf.reduce_mean(behaviour_log_probs - target_log_probs)
     kl_loss = c.kl_cost * kl
@@ -78,4 +85,4 @@ def compute_loss(agent, unroll):
         "value/l2_error": tf.reduce_mean(tf.square(v_error)),
         "value/mean_target": tf.reduce_mean(returns.vs),
     }
-    return total, metrics
+    return LossResult(total, metrics)

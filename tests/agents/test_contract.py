@@ -1,0 +1,243 @@
+"""The agent contract suite: what the learner, the SavedModel export and ``seed-rl eval`` rely on, checked for
+every registered agent on a vector and an image observation with discrete actions.
+
+A new agent is tested by being registered (``seed_rl.agents.register_agent``) with a ``classic_<name>`` and an
+``atari_<name>`` preset: the suite takes the agent's hyperparameters from those presets (the vector and the image
+case), and builds its random batches from the specs alone.
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from seed_rl import agents as agents_lib
+from seed_rl.configs import PRESETS, get_preset
+from seed_rl.learner.training import Trainer
+from seed_rl.ops.specs import env_output_spec
+from seed_rl.types import ArraySpec, EnvOutput, LossResult, QueueFeed, ReplayFeed, Unroll, UpdateSchedule
+
+SPECS = {
+    # Observation spec, action spec, preset family (whose preset gives the agent's hyperparameters).
+    "vector": (ArraySpec((4,), "float32"), ArraySpec((), "int32", num_values=3), "classic"),
+    "image": (ArraySpec((84, 84, 1), "uint8"), ArraySpec((), "int32", num_values=6), "atari"),
+}
+CASES = [(agent, kind) for agent in agents_lib.agent_names() for kind in SPECS]
+B = 3  # env rows / sequences
+T = 4  # unroll length of the random batches
+NUM_ENVS = 8
+
+
+def _ids(case):
+    return f"{case[0]}-{case[1]}"
+
+
+def _build(agent_name: str, kind: str, seed: int = 0):
+    obs_spec, act_spec, family = SPECS[kind]
+    preset = f"{family}_{agent_name}"
+    assert preset in PRESETS, f"agent {agent_name!r} has no preset {preset!r} for the contract suite"
+    keras.utils.set_random_seed(seed)  # Keras 3 initializers draw from Keras's seed, not TensorFlow's
+    return agents_lib.make_agent(agent_name, get_preset(preset).agent, obs_spec, act_spec, num_envs=NUM_ENVS,
+                                 num_eval_envs=1)
+
+
+@pytest.fixture(scope="module")
+def built():
+    cache: dict = {}
+
+    def get(agent_name, kind):
+        if (agent_name, kind) not in cache:
+            cache[agent_name, kind] = _build(agent_name, kind)
+        return cache[agent_name, kind]
+
+    return get
+
+
+def _random_like(spec: tf.TensorSpec, shape, rng: np.random.Generator):
+    dtype = spec.dtype
+    if dtype == tf.bool:
+        return tf.constant(rng.random(shape) < 0.2)
+    if dtype == tf.uint8:
+        return tf.constant(rng.integers(0, 256, shape), tf.uint8)
+    if dtype.is_integer:
+        return tf.constant(rng.integers(0, 50, shape), dtype)
+    return tf.constant(rng.normal(size=shape), dtype)
+
+
+def _env_outputs(obs_spec, shape, rng) -> EnvOutput:
+    spec = env_output_spec(obs_spec)
+    out = tf.nest.map_structure(lambda s: _random_like(s, [*shape, *s.shape[1:]], rng), spec)
+    abandoned = tf.logical_and(out.abandoned, out.done)  # abandoned implies done
+    return out._replace(abandoned=abandoned)
+
+
+def _actions(act_spec: ArraySpec, shape, rng):
+    return tf.constant(rng.integers(0, act_spec.num_values, shape), tf.int32)
+
+
+def _random_unroll(agent, kind: str, rng, batch_major: bool = False) -> Unroll:
+    """A time-major [L, B, ...] (or batch-major [B, L, ...]) batch from the specs; L = T + 1 + overlap."""
+    obs_spec, act_spec, _ = SPECS[kind]
+    length = T + 1 + agent.num_overlapping_steps
+    outputs_spec = agent.agent_output_spec()
+    agent_outputs = tf.nest.map_structure(lambda s: _random_like(s, [length, B, *s.shape[1:]], rng), outputs_spec)
+    agent_outputs = agent_outputs._replace(action=_actions(act_spec, [length, B], rng))
+    unroll = Unroll(agent_state=agent.initial_state(B), prev_actions=_actions(act_spec, [length, B], rng),
+                    env_outputs=_env_outputs(obs_spec, [length, B], rng), agent_outputs=agent_outputs,
+                    policy_version=tf.zeros([length, B], tf.int64))
+    if batch_major:
+        def swap(t):
+            return tf.transpose(t, [1, 0, *range(2, t.shape.rank)])
+        unroll = unroll._replace(prev_actions=swap(unroll.prev_actions),
+                                 env_outputs=tf.nest.map_structure(swap, unroll.env_outputs),
+                                 agent_outputs=tf.nest.map_structure(swap, unroll.agent_outputs),
+                                 policy_version=swap(unroll.policy_version))
+    return unroll
+
+
+def _act(agent, kind, rng, env_ids=None, state=None):
+    obs_spec, act_spec, _ = SPECS[kind]
+    state = agent.initial_state(B) if state is None else state
+    return agent.act(_actions(act_spec, [B], rng), _env_outputs(obs_spec, [B], rng), state, env_ids)
+
+
+def _same_structure_and_shapes(a, b):
+    tf.nest.assert_same_structure(a, b)
+    for x, y in zip(tf.nest.flatten(a), tf.nest.flatten(b)):
+        assert x.shape == y.shape and x.dtype == y.dtype
+
+
+def test_every_registered_agent_is_covered():
+    assert set(agents_lib.agent_names()) >= {"vtrace", "r2d2"}
+    assert len(CASES) == 2 * len(agents_lib.agent_names())
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_declarations(case, built):
+    agent = built(*case)
+    assert isinstance(agent.feed, (QueueFeed, ReplayFeed))
+    assert isinstance(agent.schedule, UpdateSchedule)
+    assert isinstance(agent.num_overlapping_steps, int) and agent.num_overlapping_steps >= 0
+    trainable = {id(v) for v in agent.trainable_variables}
+    assert trainable, "an agent with nothing to train"
+    assert agent.policy_variables and all(isinstance(v, tf.Variable) for v in agent.policy_variables)
+    assert all(np.isfinite(v.numpy()).all() for v in agent.policy_variables)
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_initial_state_has_a_batch_dimension(case, built):
+    agent = built(*case)
+    one, five = agent.initial_state(1), agent.initial_state(5)
+    tf.nest.assert_same_structure(one, five)
+    for a, b in zip(tf.nest.flatten(one), tf.nest.flatten(five)):
+        assert a.shape[0] == 1 and b.shape[0] == 5 and a.shape[1:] == b.shape[1:]
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_act_on_a_batch_matches_the_declared_specs(case, built):
+    agent = built(*case)
+    _, act_spec, _ = SPECS[case[1]]
+    rng = np.random.default_rng(0)
+    for env_ids in (tf.constant([0, 3, NUM_ENVS - 1], tf.int32), None):  # training envs, an eval env; no ids
+        outputs, state = _act(agent, case[1], rng, env_ids)
+        spec = agent.agent_output_spec(B)
+        tf.nest.assert_same_structure(outputs, spec)
+        for t, s in zip(tf.nest.flatten(outputs), tf.nest.flatten(spec)):
+            assert s.is_compatible_with(t), (t, s)
+        _same_structure_and_shapes(state, agent.initial_state(B))
+        action = outputs.action.numpy()
+        assert action.shape == (B,) and np.all((action >= 0) & (action < act_spec.num_values))
+        assert all(np.isfinite(x.numpy()).all() for x in tf.nest.flatten(outputs) if x.dtype.is_floating)
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_greedy_action_is_valid_and_deterministic(case, built):
+    agent = built(*case)
+    _, act_spec, _ = SPECS[case[1]]
+    outputs, _ = _act(agent, case[1], np.random.default_rng(1))
+    greedy = agent.greedy_action(outputs)
+    assert greedy.dtype == outputs.action.dtype and greedy.shape == outputs.action.shape
+    g = greedy.numpy()
+    assert np.all((g >= 0) & (g < act_spec.num_values))
+    np.testing.assert_array_equal(g, agent.greedy_action(outputs).numpy())
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_loss_is_finite_and_gradients_reach_every_trainable_variable(case, built):
+    agent = built(*case)
+    unroll = _random_unroll(agent, case[1], np.random.default_rng(2))
+    weights = tf.constant([1.0, 0.5, 2.0]) if isinstance(agent.feed, ReplayFeed) else None
+    with tf.GradientTape() as tape:
+        result = agent.loss(unroll, weights)
+    assert isinstance(result, LossResult)
+    assert result.loss.shape == [] and np.isfinite(float(result.loss))
+    assert result.metrics and all(v.shape == [] and np.isfinite(float(v)) for v in result.metrics.values())
+    if isinstance(agent.feed, ReplayFeed):
+        priorities = result.priorities.numpy()
+        assert priorities.shape == (B,) and np.all(np.isfinite(priorities)) and np.all(priorities >= 0)
+    grads = tape.gradient(result.loss, agent.trainable_variables)
+    missing = [v.name for v, g in zip(agent.trainable_variables, grads) if g is None]
+    assert not missing, f"no gradient reaches {missing}"
+    assert all(np.isfinite(g.numpy()).all() for g in grads)
+    assert sum(float(tf.reduce_sum(tf.abs(g))) for g in grads) > 0
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_initial_priorities_of_a_replay_feed(case, built):
+    agent = built(*case)
+    if not isinstance(agent.feed, ReplayFeed):
+        assert agent.feed == QueueFeed()
+        return
+    assert agent.feed.capacity >= agent.feed.min_size >= 0 and agent.feed.insertions_per_step(32) >= 1
+    if agent.feed.initial_priorities is None:
+        return
+    unrolls = _random_unroll(agent, case[1], np.random.default_rng(3), batch_major=True)
+    p = agent.feed.initial_priorities(unrolls).numpy()
+    assert p.shape == (B,) and np.all(np.isfinite(p)) and np.all(p >= 0)
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_one_training_step_changes_the_weights(case):
+    agent = _build(*case)
+    optimizer = agent.make_optimizer(100)
+    trainer = Trainer(agent, optimizer, tf.Variable(0, dtype=tf.int64))
+    before = [v.numpy().copy() for v in agent.trainable_variables]
+    unroll = _random_unroll(agent, case[1], np.random.default_rng(4), batch_major=True)
+    weights = np.ones([B], np.float32) if isinstance(agent.feed, ReplayFeed) else None
+    result = trainer.step(unroll, weights)
+    assert all(np.isfinite(float(v)) for v in result.metrics.values())
+    assert (result.priorities is not None) == isinstance(agent.feed, ReplayFeed)
+    after = [v.numpy() for v in agent.trainable_variables]
+    assert any(not np.array_equal(a, b) for a, b in zip(before, after))
+    assert all(np.isfinite(a).all() for a in after)
+    assert int(trainer.policy_version.numpy()) == 1
+    assert agent.update_targets(tf.constant(1, tf.int64)).dtype == tf.bool
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_checkpoint_items_round_trip(case, tmp_path):
+    a = _build(*case, seed=1)
+    b = _build(*case, seed=2)
+    assert any(not np.array_equal(x.numpy(), y.numpy()) for x, y in zip(a.policy_variables, b.policy_variables))
+    path = tf.train.Checkpoint(**a.checkpoint_items()).save(str(tmp_path / "ckpt"))
+    tf.train.Checkpoint(**b.checkpoint_items()).restore(path).assert_existing_objects_matched()
+    for x, y in zip(a.policy_variables, b.policy_variables):
+        np.testing.assert_array_equal(x.numpy(), y.numpy())
+    outputs_a, _ = _act(a, case[1], np.random.default_rng(5))
+    outputs_b, _ = _act(b, case[1], np.random.default_rng(5))
+    np.testing.assert_array_equal(a.greedy_action(outputs_a).numpy(), b.greedy_action(outputs_b).numpy())
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_deterministic_under_a_seed(case):
+    runs = []
+    for _ in range(2):
+        agent = _build(*case, seed=7)
+        outputs, _ = _act(agent, case[1], np.random.default_rng(6), tf.constant([0, 1, 2], tf.int32))
+        runs.append(([v.numpy() for v in agent.policy_variables], tf.nest.map_structure(np.asarray, outputs)))
+    for x, y in zip(runs[0][0], runs[1][0]):
+        np.testing.assert_array_equal(x, y)
+    for x, y in zip(tf.nest.flatten(runs[0][1]), tf.nest.flatten(runs[1][1])):
+        np.testing.assert_array_equal(x, y)

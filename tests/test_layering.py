@@ -1,0 +1,177 @@
+"""The package's layering (docs/architecture.md): every import of every module, at module level or inside a
+function, follows the allowed arrows between layers; the import graph has no circle; and no module takes a
+``_private`` name from another module."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "seed_rl"
+
+# layer -> the layers it may import (besides itself). The layer of seed_rl.X.Y is X ("types" for types.py).
+# types and config may be imported by every layer (added below); they import no other layer.
+ALLOWED = {
+    "types": set(),
+    "config": set(),
+    "protos": set(),
+    "transport": {"protos", "types", "config"},
+    "envs": {"types", "config"},
+    "actors": {"transport", "envs", "types", "config"},
+    "ops": {"types"},
+    "networks": {"ops", "types"},
+    "agents": {"ops", "networks", "types", "config"},
+    "learner": {"agents", "transport", "envs", "ops", "networks", "types", "config"},
+    "configs": {"agents", "envs", "config", "types"},
+    # Entry points: they may import anything, and nothing imports them (checked below).
+    "evaluate": {"*"},
+    "launch": {"*"},
+    "cli": {"*"},
+    "__main__": {"*"},
+    "": set(),  # seed_rl/__init__.py: the version only
+}
+for _layer_name, _allowed in ALLOWED.items():
+    if _layer_name not in ("types", "config", ""):
+        _allowed.update({"types", "config"})
+ENTRY_POINTS = {"launch", "cli", "__main__"}
+IMPORTED_BY_ENTRY_POINTS_ONLY = {"evaluate": {"cli", "launch", "__main__"}}
+
+
+def _module_name(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _resolve(base: str, node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    if node.level == 0:
+        return base
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    package = package[: len(package) - (node.level - 1)]
+    return ".".join(package + ([base] if base else []))
+
+
+def _imports(module: str) -> list[tuple[str, int, list[str]]]:
+    """(imported seed_rl module, line, names taken from it) for every import statement of ``module``."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(), str(path))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.extend((alias.name, node.lineno, []) for alias in node.names if alias.name.split(".")[0] == "seed_rl")
+        elif isinstance(node, ast.ImportFrom):
+            target = _resolve(node.module or "", node, module, path.name == "__init__.py")
+            if target.split(".")[0] != "seed_rl":
+                continue
+            names = []
+            for alias in node.names:
+                if f"{target}.{alias.name}" in MODULES:  # `from pkg import submodule`
+                    out.append((f"{target}.{alias.name}", node.lineno, []))
+                else:
+                    names.append(alias.name)
+            if names:
+                out.append((target, node.lineno, names))
+    return out
+
+
+GRAPH = {m: _imports(m) for m in MODULES}
+
+
+def test_the_parser_sees_the_imports_it_must_judge():
+    # A parser that found nothing would pass every rule below.
+    learner_imports = {target for target, _, _ in GRAPH["seed_rl.learner.learner"]}
+    assert "seed_rl.learner.inference" in learner_imports and "seed_rl.agents" in learner_imports
+    function_level = {target for target, _, _ in GRAPH["seed_rl.cli"]}
+    assert "seed_rl.learner.learner" in function_level  # imported inside a function
+    assert set(ALLOWED) >= {_layer(m) for m in MODULES}, "a new top-level module needs a row in ALLOWED"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_follow_the_layers(module):
+    layer = _layer(module)
+    allowed = ALLOWED[layer]
+    bad = []
+    for target, line, _ in GRAPH[module]:
+        if target not in MODULES:
+            bad.append(f"line {line}: {target} is not a module of the package")
+            continue
+        other = _layer(target)
+        if other == layer or "*" in allowed:
+            continue
+        if other in ENTRY_POINTS:
+            bad.append(f"line {line}: imports the entry point {target}")
+        elif other in IMPORTED_BY_ENTRY_POINTS_ONLY:
+            if layer not in IMPORTED_BY_ENTRY_POINTS_ONLY[other]:
+                bad.append(f"line {line}: {layer} may not import {target}")
+        elif other not in allowed:
+            bad.append(f"line {line}: the {layer or 'seed_rl'} layer may not import {target} ({other})")
+    assert not bad, f"{module}:\n  " + "\n  ".join(bad)
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_private_name_crosses_modules(module):
+    bad = [f"line {line}: takes {name} from {target}" for target, line, names in GRAPH[module]
+           for name in names if name.startswith("_") and not name.startswith("__") and target != module]
+    # Attribute access through an imported module: `server._Core`.
+    tree = ast.parse(MODULES[module].read_text())
+    aliases = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("seed_rl.") and alias.asname:
+                    aliases[alias.asname] = alias.name
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("seed_rl"):
+            for alias in node.names:
+                if f"{node.module}.{alias.name}" in MODULES:
+                    aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                and node.attr.startswith("_") and not node.attr.startswith("__")):
+            bad.append(f"line {node.lineno}: reads {aliases[node.value.id]}.{node.attr}")
+    assert not bad, f"{module}:\n  " + "\n  ".join(bad)
+
+
+def test_no_import_circles():
+    edges = {m: sorted({t for t, _, _ in GRAPH[m] if t in MODULES and t != m}) for m in MODULES}
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        path.append(m)
+        for t in edges[m]:
+            if state.get(t) == 1:
+                cycles.append(path[path.index(t):] + [t])
+            elif t not in state:
+                visit(t)
+        path.pop()
+        state[m] = 2
+
+    for m in sorted(MODULES):
+        if m not in state:
+            visit(m)
+    assert not cycles, "import circles:\n  " + "\n  ".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_checks_catch_a_forbidden_edge_and_a_circle(tmp_path, monkeypatch):
+    """The rules above fail on the faults they exist for (an agent importing the learner; a circle)."""
+    edges = dict(GRAPH)
+    edges["seed_rl.agents.vtrace.agent"] = GRAPH["seed_rl.agents.vtrace.agent"] + [("seed_rl.learner.training", 1, [])]
+    edges["seed_rl.learner.training"] = GRAPH["seed_rl.learner.training"] + [("seed_rl.agents.vtrace.agent", 1, [])]
+    monkeypatch.setattr(__import__(__name__, fromlist=["GRAPH"]), "GRAPH", edges)
+    with pytest.raises(AssertionError, match="may not import seed_rl.learner.training"):
+        test_imports_follow_the_layers("seed_rl.agents.vtrace.agent")
+    with pytest.raises(AssertionError, match="import circles"):
+        test_no_import_circles()
