@@ -120,7 +120,7 @@ class R2D2IsolatedCompute(IsolatedCompute):
         while len(self.unrolls) < b:
             self.inference_call()
         items = self.unrolls[:b]
-        while len(self.replay) < self.config.agent.replay_buffer_min_size:
+        while len(self.replay) < self.agent.feed.min_size:
             self.replay.insert(stack_unrolls([u for u, _ in items]), np.array([p for _, p in items], np.float64))
 
         def replay_in(k: int):

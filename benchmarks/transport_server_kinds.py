@@ -32,9 +32,8 @@ from seed_rl.protos import REASON_METADATA_KEY
 from seed_rl.protos import seed_rl_pb2_grpc as pb_grpc
 from seed_rl.transport import InferenceServer, LearnerClient
 from seed_rl.transport.batcher import DynamicBatcher
-from seed_rl.transport.server import SERVER_OPTIONS as _SERVER_OPTIONS
-from seed_rl.transport.session import Refusal as _Abort
-from seed_rl.transport.session import SessionCore as _Core
+from seed_rl.transport.server import SERVER_OPTIONS
+from seed_rl.transport.session import Refusal, SessionCore
 from seed_rl.types import ArraySpec, EnvOutput, StepBatch
 
 OBS_SPEC = ArraySpec(shape=(84, 84, 4), dtype="uint8")
@@ -50,11 +49,11 @@ def trivial_handler(step_batch: StepBatch) -> np.ndarray:
 
 
 class _AioServicer(pb_grpc.LearnerServicer):
-    def __init__(self, core: _Core) -> None:
+    def __init__(self, core: SessionCore) -> None:
         self._core = core
 
     @staticmethod
-    async def _abort(context, abort: _Abort) -> None:
+    async def _abort(context, abort: Refusal) -> None:
         await context.abort(
             abort.code, abort.details, trailing_metadata=((REASON_METADATA_KEY, abort.reason),)
         )
@@ -62,20 +61,20 @@ class _AioServicer(pb_grpc.LearnerServicer):
     async def Handshake(self, request, context):
         try:
             return self._core.handshake(request)
-        except _Abort as abort:
+        except Refusal as abort:
             await self._abort(context, abort)
 
     async def Stream(self, request_iterator, context):
         core = self._core
         try:
             session = core.open_stream(context.invocation_metadata())
-        except _Abort as abort:
+        except Refusal as abort:
             await self._abort(context, abort)
             return
         async for message in request_iterator:
             try:
                 future = core.submit(session, message)
-            except _Abort as abort:
+            except Refusal as abort:
                 await self._abort(context, abort)
                 return
             try:
@@ -103,7 +102,7 @@ class AioInferenceServer:
     ):
         self._address = address
         self._batcher = DynamicBatcher(handler, inference_batch_size, MAX_BATCH_WAIT_MS)
-        self._core = _Core(
+        self._core = SessionCore(
             self._batcher,
             num_envs=num_envs,
             env_batch_size=env_batch_size,
@@ -120,7 +119,7 @@ class AioInferenceServer:
         self._thread.start()
 
         async def start():
-            self._server = grpc.aio.server(options=_SERVER_OPTIONS)
+            self._server = grpc.aio.server(options=SERVER_OPTIONS)
             pb_grpc.add_LearnerServicer_to_server(_AioServicer(self._core), self._server)
             port = self._server.add_insecure_port(self._address)
             await self._server.start()

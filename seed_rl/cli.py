@@ -172,12 +172,18 @@ def resolve_config(fv: flags.FlagValues, fields) -> Config:
       ValueError: unknown env family or preset, a flag that does not apply to the agent or the env family, or a
         value a config refuses.
     """
-    from seed_rl.configs import get_preset
+    from seed_rl.configs import PRESETS, get_preset
 
     family = str(fv["env"].value) if fv["env"].present else EnvConfig.family
     envs_lib.get_family(family)  # an unknown family: say so, not "unknown preset"
     agent = fv["agent"].value if fv["agent"].present else "vtrace"
+    agents_lib.config_class(agent)  # an unknown agent: say so, listing the agents
     preset = fv["preset"].value or f"{family}_{agent}"
+    if not fv["preset"].value and preset not in PRESETS:
+        of_agent = sorted(p for p in PRESETS if get_preset(p).agent_name == agent)
+        raise ValueError(
+            f"no default preset for the {agent} agent on the {family} env family ({preset}); start from one with "
+            f"--preset=NAME and override its fields with flags (presets of {agent}: {', '.join(of_agent) or 'none'})")
     config = get_preset(preset)
     changes: Dict[str, Dict[str, Any]] = {"env": {}, "run": {}, "agent": {}, "options": {}}
     for name, section, f, typ in fields:

@@ -44,6 +44,9 @@ class EnvConfig:
     num_action_repeats: int = field(
         1, "Action repeat / frame skip. Frames are counted as agent steps x this number."
     )
+    # Keyword-only from here: the fields after num_action_repeats changed places when the family options left
+    # this class, and a positional call written for the old order must fail rather than set the wrong field.
+    _: dataclasses.KW_ONLY
     seed: int = field(0, "Base seed; env i is seeded with seed + i.")
     options: Any = field(
         None, "The family's options: None (its defaults), its options dataclass, or a dict of its fields."

@@ -241,19 +241,26 @@ class Agent(Protocol):
     Agents are built by ``seed_rl.agents.make_agent`` and checked by ``tests/agents/test_contract.py``.
     """
 
-    feed: Feed
-    """Queue (each unroll once) or replay (with its declared settings)."""
-    schedule: UpdateSchedule
-    """Epochs and minibatches per training batch."""
-    num_overlapping_steps: int
-    """Extra steps shared by consecutive unrolls beyond the usual one (R2D2's burn-in)."""
+    @property
+    def feed(self) -> Feed:
+        """Queue (each unroll once) or replay (with its declared settings)."""
+
+    @property
+    def schedule(self) -> UpdateSchedule:
+        """Epochs and minibatches per training batch."""
+
+    @property
+    def num_overlapping_steps(self) -> int:
+        """Extra steps shared by consecutive unrolls beyond the usual one (R2D2's burn-in)."""
 
     def initial_state(self, batch_size: int) -> Any:
         """The recurrent state of ``batch_size`` fresh envs (a nest of ``[B, ...]`` tensors; ``()`` if none)."""
 
     def act(self, prev_actions: Any, env_outputs: EnvOutput, agent_state: Any, env_ids: Any = None) -> Any:
-        """One inference step: ``(agent_outputs with an .action field, new agent_state)``. ``env_ids`` None means
-        outside training (evaluation, a served SavedModel): the agent acts with its evaluation policy."""
+        """One inference step: ``(agent_outputs, new agent_state)``; ``agent_outputs`` is a NamedTuple of ``[B, ...]``
+        tensors with an ``action`` field (what the env gets; the other fields are stored in the unrolls and served
+        by the SavedModel by name). ``env_ids`` None means outside training (evaluation, a served SavedModel): the
+        agent acts with its evaluation policy."""
 
     def greedy_action(self, agent_outputs: Any) -> Any:
         """The deterministic action for ``act``'s outputs (argmax of logits or Q-values, a Gaussian's mean)."""

@@ -36,6 +36,11 @@ for _layer_name, _allowed in ALLOWED.items():
     if _layer_name not in ("types", "config", ""):
         _allowed.update({"types", "config"})
 ENTRY_POINTS = {"launch", "cli", "__main__"}
+# Finer rules inside an allowed layer edge: (importing layer, imported layer) -> the modules it may import there.
+ONLY = {
+    # Presets name agents' config classes, never the TensorFlow agent modules.
+    ("configs", "agents"): lambda target: target == "seed_rl.agents" or target.endswith(".config"),
+}
 IMPORTED_BY_ENTRY_POINTS_ONLY = {"evaluate": {"cli", "launch", "__main__"}}
 
 
@@ -116,6 +121,8 @@ def test_imports_follow_the_layers(module):
                 bad.append(f"line {line}: {layer} may not import {target}")
         elif other not in allowed:
             bad.append(f"line {line}: the {layer or 'seed_rl'} layer may not import {target} ({other})")
+        elif (layer, other) in ONLY and not ONLY[layer, other](target):
+            bad.append(f"line {line}: the {layer} layer may import only some of {other}, not {target}")
     assert not bad, f"{module}:\n  " + "\n  ".join(bad)
 
 
@@ -175,3 +182,6 @@ def test_the_checks_catch_a_forbidden_edge_and_a_circle(tmp_path, monkeypatch):
         test_imports_follow_the_layers("seed_rl.agents.vtrace.agent")
     with pytest.raises(AssertionError, match="import circles"):
         test_no_import_circles()
+    edges["seed_rl.configs.presets"] = GRAPH["seed_rl.configs.presets"] + [("seed_rl.agents.r2d2.agent", 1, [])]
+    with pytest.raises(AssertionError, match="may import only some of agents"):
+        test_imports_follow_the_layers("seed_rl.configs.presets")

@@ -13,6 +13,7 @@ from seed_rl.configs.presets import (
     atari_r2d2,
     atari_r2d2_gcp,
     atari_vtrace,
+    atari_vtrace_fast,
     classic_r2d2,
     classic_vtrace,
     test_vtrace,
@@ -21,6 +22,7 @@ from seed_rl.configs.presets import (
 PRESETS: Dict[str, Callable[[], Config]] = {
     "classic_vtrace": classic_vtrace,
     "atari_vtrace": atari_vtrace,
+    "atari_vtrace_fast": atari_vtrace_fast,
     "test_vtrace": test_vtrace,
     "classic_r2d2": classic_r2d2,
     "atari_r2d2": atari_r2d2,

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from seed_rl.agents.r2d2.config import R2D2Config
 from seed_rl.agents.vtrace.config import VTraceConfig
 from seed_rl.config import Config, EnvConfig, RunConfig
@@ -67,6 +69,33 @@ def test_vtrace() -> Config:
         agent_name="vtrace",
         agent=VTraceConfig(network="mlp", mlp_sizes=(16,), lstm_size=0, use_reward_and_action=False,
                            optimizer="adam", learning_rate=1e-3, lr_schedule="constant"),
+    )
+
+
+def atari_vtrace_fast() -> Config:
+    """V-trace on Atari sized to learn Pong on two CPU cores within a working session (benchmarks/atari_learning.py).
+
+    What differs from ``atari_vtrace`` and why (docs/presets.md): IMPALA's *shallow* network (Espeholt et al. 2018,
+    figure 3, left; about a tenth of the deep ResNet's cost per frame) without the LSTM, on the last 4 frames
+    stacked in the env (``frame_stack=4``, as the Nature DQN and CleanRL's PPO; a feed-forward core needs the
+    motion), the game's minimal action set (6 for Pong instead of 18, as CleanRL and Sample Factory), no
+    reward/action inputs (the recurrent core's). Optimizer as IMPALA's Atari experiments (table G.1):
+    RMSprop lr 6e-4, decay 0.99, epsilon 0.01, entropy cost 0.01, unroll 20, rewards clipped to [-1, 1], discount
+    0.99; constant learning rate (a linear decay to 0 needs a fixed horizon, and a time-bounded run has none).
+    Batch 16 (IMPALA: 32): twice the updates per frame, for sample efficiency on a small frame budget. 2 actors x 8
+    envs, double-buffered, keep both cores busy next to the learner.
+    """
+    env = _atari_env("Pong")
+    return Config(
+        env=dataclasses.replace(env, options=dataclasses.replace(env.options, frame_stack=4,
+                                                                 full_action_space=False)),
+        run=RunConfig(num_actors=2, env_batch_size=8, unroll_length=20, batch_size=16,
+                      total_environment_frames=50_000_000, save_checkpoint_secs=300.0, summary_period_secs=30.0),
+        agent_name="vtrace",
+        agent=VTraceConfig(network="impala_shallow", lstm_size=0, use_reward_and_action=False,
+                           optimizer="rmsprop", learning_rate=6e-4, lr_schedule="constant", rms_decay=0.99,
+                           rms_momentum=0.0, rms_epsilon=0.01, entropy_cost=0.01, max_abs_reward=1.0,
+                           discounting=0.99, baseline_cost=0.5),
     )
 
 

@@ -77,8 +77,18 @@ class AtariOptions:
     max_random_noops: int = field(30, "Atari: up to this many no-op actions after each reset.")
     sticky_actions: bool = field(False, "Atari: sticky actions with probability 0.25 (v0 ids).")
     max_episode_frames: int = field(108_000, "Atari: raw-frame cap per episode (30 minutes at 60 Hz).")
+    full_action_space: bool = field(
+        True, "Atari: all 18 joystick actions for every game (the original); false: the game's minimal set (6 for "
+        "Pong), which the policy learns over faster."
+    )
+    frame_stack: int = field(
+        1, "Atari: the observation holds the last k preprocessed frames on its channel axis ([84, 84, k]); 1 is the "
+        "original (a recurrent core, or R2D2's learner-side stack_size, sees the history instead)."
+    )
 
     def __post_init__(self) -> None:
+        if self.frame_stack < 1:
+            raise ValueError(f"frame_stack must be >= 1, got {self.frame_stack}")
         if self.max_random_noops < 0:
             raise ValueError(f"max_random_noops must be >= 0, got {self.max_random_noops}")
         if self.max_episode_frames < 1:
@@ -137,8 +147,10 @@ def make_ale_env(
     sticky_actions: bool = False,
     max_episode_frames: int = 108_000,
     obs_type: str = "grayscale",
+    full_action_space: bool = True,
 ) -> gymnasium.Env:
-    """The raw ALE env (one frame per step, 18 actions, TimeLimit at ``max_episode_frames``), unpreprocessed.
+    """The raw ALE env (one frame per step, 18 actions unless ``full_action_space`` is false, TimeLimit at
+    ``max_episode_frames``), unpreprocessed.
 
     ``obs_type`` is ale-py's (``"grayscale"``, ``"rgb"`` or ``"ram"``): what the raw env's ``step`` returns.
     """
@@ -150,7 +162,7 @@ def make_ale_env(
         warnings.filterwarnings("ignore", message=".*is out of date", category=DeprecationWarning)
         return gymnasium.make(
             env_id,
-            full_action_space=True,
+            full_action_space=full_action_space,
             obs_type=obs_type,
             max_num_frames_per_episode=max_episode_frames,
             max_episode_steps=max_episode_frames,
@@ -168,11 +180,15 @@ def create_atari_environment(config: EnvConfig, env_id: int = 0) -> gymnasium.En
     options: AtariOptions = resolve_options(FAMILY, config.options)
     # AtariPreprocessing reads the screen from the emulator itself, for the frames it needs (the last two of a
     # step); the observation the raw env renders on every frame is thrown away, and the 128-byte RAM is the
-    # cheapest one to render (a Pong frame: 169 -> 135 us of CPU, grayscale -> RAM).
-    env = make_ale_env(config.name, options.sticky_actions, options.max_episode_frames, obs_type="ram")
-    return AtariPreprocessing(
+    # cheapest one to render (benchmarks/RESULTS.md, "Why the fast paths exist").
+    env = make_ale_env(config.name, options.sticky_actions, options.max_episode_frames, obs_type="ram",
+                       full_action_space=options.full_action_space)
+    env = AtariPreprocessing(
         env, frame_skip=config.num_action_repeats, max_random_noops=options.max_random_noops
     )
+    if options.frame_stack > 1:
+        env = FrameStack(env, options.frame_stack)
+    return env
 
 
 FAMILY = EnvFamily(
@@ -282,3 +298,37 @@ class AtariPreprocessing(gymnasium.Wrapper):
             frame, (self.screen_size, self.screen_size), interpolation=self._cv2.INTER_LINEAR
         )
         return np.asarray(resized, dtype=np.uint8)[:, :, np.newaxis]
+
+
+class FrameStack(gymnasium.Wrapper):
+    """The last ``k`` observations ``[H, W, C]`` concatenated on the channel axis: ``[H, W, k * C]``, oldest
+    first. A reset fills the stack with the reset observation, so no frame of a previous episode leaks into the
+    next one (the actor sends the reset observation as the step that ends an episode)."""
+
+    def __init__(self, env: gymnasium.Env, k: int):
+        if k < 1:
+            raise ValueError(f"frame stack size must be >= 1, got {k}")
+        super().__init__(env)
+        space = env.observation_space
+        assert isinstance(space, spaces.Box) and len(space.shape) == 3, space
+        height, width, channels = space.shape
+        self.k = k
+        self._channels = channels
+        self._frames = np.zeros((height, width, k * channels), dtype=space.dtype)
+        self.observation_space = spaces.Box(
+            low=np.min(space.low), high=np.max(space.high), shape=(height, width, k * channels), dtype=space.dtype
+        )
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        observation, info = self.env.reset(seed=seed, options=options)
+        self._frames[:] = np.tile(observation, (1, 1, self.k))
+        return self._frames.copy(), info
+
+    def step(self, action: Any) -> tuple[np.ndarray, Any, bool, bool, dict[str, Any]]:
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        c = self._channels
+        self._frames[:, :, :-c] = self._frames[:, :, c:]
+        self._frames[:, :, -c:] = observation
+        return self._frames.copy(), reward, terminated, truncated, info

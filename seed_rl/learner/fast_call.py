@@ -15,7 +15,7 @@ call such a function more cheaply, and the capability checks that say where each
 
 Nothing here changes what a function computes: the same graph runs, only the Python around the call and the
 executor that schedules its ops differ (``tests/learner/test_fast_call.py`` compares both paths). Why these paths
-exist, with the measurements: ``benchmarks/RESULTS.md``, section "Why the learner's fast paths exist".
+exist, with the measurements: ``benchmarks/RESULTS.md``, section "Why the fast paths exist".
 """
 
 from __future__ import annotations

@@ -93,7 +93,7 @@ class InferenceStep(tf.Module):
         # The compiled step takes the per-env scalars packed into two arrays (ids, run ids, episode step, done,
         # abandoned as int64; reward, raw reward as float32) plus the observation leaves: each tensor handed to a
         # TF function costs Python time on every call, more than a small network's ops take to run (measured:
-        # benchmarks/RESULTS.md, "Why the learner's fast paths exist").
+        # benchmarks/RESULTS.md, "Why the fast paths exist").
         self._observation_spec = specs_lib.observation_tensor_spec(observation_spec)
         self._observation_dtypes = [s.dtype.as_numpy_dtype for s in tf.nest.flatten(self._observation_spec)]
         self.input_signature = (tf.TensorSpec([None, 5], tf.int64), tf.TensorSpec([None, 2], tf.float32),

@@ -81,8 +81,8 @@ class UnrollStore(tf.Module):
         self.specs = specs
         # One row per (env, position): row ``env_id * full_length + position``. Writing a step is then a row
         # scatter (a memcpy per row), where a scatter_nd into [num_envs, full_length, ...] copied element by
-        # element, several times slower for Atari frames (measured: benchmarks/RESULTS.md, "Why the learner's
-        # fast paths exist").
+        # element, several times slower for Atari frames (measured: benchmarks/RESULTS.md, "Why the fast paths
+        # exist").
         self._vars = tf.nest.map_structure(
             lambda s: _variable([num_envs * self.full_length, *s.shape], s.dtype, name), specs)
         self._index = tf.Variable(tf.zeros([num_envs], tf.int32), trainable=False, name=f"{name}_index")

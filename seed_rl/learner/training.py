@@ -172,7 +172,7 @@ def make_replay(feed: ReplayFeed, store, seed: int):
 
 class TrainStepResult(NamedTuple):
     metrics: Dict[str, Any]
-    """Scalar tensors: the agent's metrics (averaged over the batch's updates) and the trainer's own."""
+    """Scalar tensors: the agent's metrics (means over the batch's updates) and the trainer's own."""
     priorities: Optional[np.ndarray]
     """Replay agents: the batch's new priorities [B] (from the last epoch), in batch order; else None."""
 
@@ -181,9 +181,15 @@ class Trainer:
     """Owns the optimizer and the compiled update of an agent, and runs the agent's update schedule.
 
     ``step(batch, weights)`` is one training step: ``schedule.epochs`` passes over the batch, each in
-    ``schedule.minibatches`` disjoint minibatches of sequences (shuffled per epoch when there is more than one
-    update), one optimizer update per minibatch; then the policy version advances by one. After optimizer update
-    number ``k`` (counted over the whole run) the agent's ``update_targets(k)`` runs inside the compiled update.
+    ``schedule.minibatches`` disjoint minibatches of sequences (a fresh permutation per epoch when there is more
+    than one update, drawn from ``(seed, policy version)`` so a resumed run draws what an uninterrupted one would),
+    one optimizer update per minibatch; then the policy version (train steps) advances by one. After optimizer
+    update number ``k`` (counted over the run: ``policy_version * updates_per_batch + i + 1``) the agent's
+    ``update_targets(k)`` runs inside the compiled update.
+
+    Metrics: the agent's, averaged over the batch's updates, plus ``learner/grad_norm`` (mean),
+    ``learner/policy_lag`` (train steps between the acting weights and the weights before this batch) and
+    ``learner/target_updated`` (1 if any update of the batch changed a target network).
     """
 
     def __init__(self, agent: Agent, optimizer, policy_version: tf.Variable, schedule: Optional[UpdateSchedule] = None,
@@ -192,7 +198,7 @@ class Trainer:
         self.optimizer = optimizer
         self.policy_version = policy_version
         self.schedule = schedule or agent.schedule
-        self._rng = np.random.default_rng(seed)
+        self.seed = seed
         self.optimizer.build(agent.trainable_variables)
         self._compiled = tf.function(self._update, reduce_retracing=True)
 
@@ -203,7 +209,8 @@ class Trainer:
     def step(self, batch, weights=None) -> TrainStepResult:
         """One training step on a batch-major batch [B, T + 1, ...] (numpy or tensors); ``weights`` [B] or None."""
         updates = self.schedule.updates_per_batch
-        first_update = int(self.policy_version.numpy()) * updates
+        version = int(self.policy_version.numpy())
+        first_update = version * updates
         if updates == 1:
             metrics, new = self._compiled(batch, weights, tf.constant(first_update + 1, tf.int64))
             self.policy_version.assign_add(1)
@@ -214,25 +221,27 @@ class Trainer:
             raise ValueError(f"a batch of {size} sequences does not split into {minibatches} equal minibatches")
         batch = tf.nest.map_structure(np.asarray, batch)
         weights = None if weights is None else np.asarray(weights)
-        sums: Dict[str, float] = {}
+        rng = np.random.default_rng((self.seed, version))
+        collected: List[Dict[str, Any]] = []
         priorities: Optional[np.ndarray] = None
         k = first_update
         for _ in range(self.schedule.epochs):
-            order = self._rng.permutation(size)
+            order = rng.permutation(size)
             for part in np.split(order, minibatches):
                 k += 1
                 mini = tf.nest.map_structure(lambda x, idx=part: x[idx], batch)
                 mini_weights = None if weights is None else weights[part]
                 metrics, new = self._compiled(mini, mini_weights, tf.constant(k, tf.int64))
-                for name, value in metrics.items():
-                    sums[name] = sums.get(name, 0.0) + float(value)
+                collected.append(metrics)
                 if new is not None:
                     if priorities is None:
                         priorities = np.zeros([size], np.float64)
                     priorities[part] = np.asarray(new)
         self.policy_version.assign_add(1)
-        mean = {name: tf.constant(total / updates, tf.float32) for name, total in sums.items()}
-        return TrainStepResult(mean, priorities)
+        combined = {name: tf.reduce_mean(tf.stack([m[name] for m in collected])) for name in collected[0]}
+        combined["learner/target_updated"] = tf.reduce_max(
+            tf.stack([m["learner/target_updated"] for m in collected]))
+        return TrainStepResult(combined, priorities)
 
     def _update(self, batch, weights, update):
         unroll = time_major(batch)

@@ -4,7 +4,7 @@ done-resetting LSTM. Networks return raw outputs (logits, values); agents sample
 from seed_rl.networks.actor_critic import ActorCriticNetwork, ActorCriticOutput
 from seed_rl.networks.dueling import DQNOutput, DuelingLSTMDQNNet
 from seed_rl.networks.recurrent import ResettingLSTM
-from seed_rl.networks.torsos import ImpalaDeepTorso, MLPTorso, NatureTorso
+from seed_rl.networks.torsos import ImpalaDeepTorso, ImpalaShallowTorso, MLPTorso, NatureTorso
 
 
 def checkpoint_variables(model) -> list:
@@ -24,6 +24,7 @@ __all__ = [
     "DQNOutput",
     "DuelingLSTMDQNNet",
     "ImpalaDeepTorso",
+    "ImpalaShallowTorso",
     "MLPTorso",
     "NatureTorso",
     "ResettingLSTM",

@@ -58,6 +58,26 @@ class ImpalaDeepTorso(keras.layers.Layer):
         return self.fc(self.flatten(x))
 
 
+class ImpalaShallowTorso(keras.layers.Layer):
+    """The IMPALA paper's shallow network (Espeholt et al. 2018, figure 3, left): conv 16 8x8 stride 4, conv 32
+    4x4 stride 2, a dense layer of 256, ReLUs. About a tenth of the deep ResNet's cost per frame."""
+
+    def __init__(self, output_size: int = 256, **kwargs):
+        super().__init__(**kwargs)
+        self.convs = [
+            keras.layers.Conv2D(16, 8, strides=4, activation="relu"),
+            keras.layers.Conv2D(32, 4, strides=2, activation="relu"),
+        ]
+        self.flatten = keras.layers.Flatten()
+        self.fc = keras.layers.Dense(output_size, activation="relu")
+
+    def call(self, observation):
+        x = _to_float(observation)
+        for conv in self.convs:
+            x = conv(x)
+        return self.fc(self.flatten(x))
+
+
 class NatureTorso(keras.layers.Layer):
     def __init__(self, output_size: int = 512, **kwargs):
         super().__init__(**kwargs)

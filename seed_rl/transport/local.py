@@ -1,8 +1,9 @@
 """The same-host stream, actor side and framing: an actor's ``Stream`` messages over a Unix domain socket.
 
 An actor on the learner's host spends most of its transport time in grpcio's Python stream machinery, not on the
-wire: a sync bidirectional stream hands every message to a gRPC thread and every answer back, ~0.4-0.5 ms of actor
-CPU per message and about as much in the learner's gRPC threads (benchmarks/RESULTS.md, transport overhead). The
+wire: a sync bidirectional stream hands every message to a gRPC thread and every answer back, costing actor CPU per
+message and about as much again in the learner's gRPC threads (benchmarks/RESULTS.md, "Why the fast paths exist",
+and the transport-overhead table). The
 same-host stream carries the *same* protobuf messages over a Unix socket with one ``sendall`` and one buffered read
 per message on each side. Everything else is shared with the gRPC stream: the handshake stays on gRPC (specs,
 session, auth token), every message goes through the same validation, sessions and batcher on the learner

@@ -153,15 +153,22 @@ def test_act_on_a_batch_matches_the_declared_specs(case, built):
 
 
 @pytest.mark.parametrize("case", CASES, ids=_ids)
-def test_greedy_action_is_valid_and_deterministic(case, built):
+def test_greedy_action_is_valid_and_independent_of_the_sampling(case, built):
     agent = built(*case)
-    _, act_spec, _ = SPECS[case[1]]
-    outputs, _ = _act(agent, case[1], np.random.default_rng(1))
-    greedy = agent.greedy_action(outputs)
-    assert greedy.dtype == outputs.action.dtype and greedy.shape == outputs.action.shape
-    g = greedy.numpy()
-    assert np.all((g >= 0) & (g < act_spec.num_values))
-    np.testing.assert_array_equal(g, agent.greedy_action(outputs).numpy())
+    obs_spec, act_spec, _ = SPECS[case[1]]
+    rng = np.random.default_rng(1)
+    inputs = (_actions(act_spec, [B], rng), _env_outputs(obs_spec, [B], rng), agent.initial_state(B))
+    env_ids = tf.constant([0, 1, 2], tf.int32)  # training envs: the most exploratory acting policy
+    greedy = []
+    for seed in (11, 12):
+        tf.random.set_seed(seed)
+        outputs, _ = agent.act(*inputs, env_ids)
+        action = agent.greedy_action(outputs)
+        assert action.dtype == outputs.action.dtype and action.shape == outputs.action.shape
+        greedy.append(action.numpy())
+    assert np.all((greedy[0] >= 0) & (greedy[0] < act_spec.num_values))
+    # Whatever the acting policy sampled, the greedy action of the same inputs is the same.
+    np.testing.assert_array_equal(greedy[0], greedy[1])
 
 
 @pytest.mark.parametrize("case", CASES, ids=_ids)
@@ -216,14 +223,38 @@ def test_one_training_step_changes_the_weights(case):
     assert agent.update_targets(tf.constant(1, tf.int64)).dtype == tf.bool
 
 
+def _checkpointed_variables(items: dict) -> list:
+    """Every tf.Variable the checkpoint items hold (lists of variables, modules, variables), in a fixed order."""
+    out = []
+    for key in sorted(items):
+        item = items[key]
+        if isinstance(item, tf.Variable):
+            out.append(item)
+        elif isinstance(item, (list, tuple)):
+            out.extend(item)
+        else:
+            out.extend(item.variables)
+    return out
+
+
 @pytest.mark.parametrize("case", CASES, ids=_ids)
 def test_checkpoint_items_round_trip(case, tmp_path):
     a = _build(*case, seed=1)
     b = _build(*case, seed=2)
-    assert any(not np.array_equal(x.numpy(), y.numpy()) for x, y in zip(a.policy_variables, b.policy_variables))
+    for v in _checkpointed_variables(b.checkpoint_items()):
+        v.assign(v + tf.ones_like(v) if v.dtype.is_floating else v)  # differ from `a` everywhere
+    saved = _checkpointed_variables(a.checkpoint_items())
+    saved_ids = {id(v) for v in saved}
+    # What training changes and what acting reads is all in the checkpoint (Keras variables wrap a tf.Variable).
+    for v in [*a.trainable_variables, *a.policy_variables]:
+        inner = getattr(v, "value", None)
+        raw = inner if isinstance(inner, tf.Variable) else v
+        assert id(raw) in saved_ids, f"{v.name} is not checkpointed"
     path = tf.train.Checkpoint(**a.checkpoint_items()).save(str(tmp_path / "ckpt"))
     tf.train.Checkpoint(**b.checkpoint_items()).restore(path).assert_existing_objects_matched()
-    for x, y in zip(a.policy_variables, b.policy_variables):
+    restored = _checkpointed_variables(b.checkpoint_items())
+    assert len(restored) == len(saved)
+    for x, y in zip(saved, restored):
         np.testing.assert_array_equal(x.numpy(), y.numpy())
     outputs_a, _ = _act(a, case[1], np.random.default_rng(5))
     outputs_b, _ = _act(b, case[1], np.random.default_rng(5))

@@ -135,3 +135,16 @@ def test_adaptive_entropy_cost_moves_towards_the_target():
     (g,) = tape.gradient(loss, [agent.entropy_cost.param])
     # Entropy is above the target (0), so the coefficient's gradient is positive: a descent step lowers it.
     assert float(g) > 0
+
+
+def test_impala_shallow_network_on_stacked_frames():
+    from seed_rl.configs import get_preset
+
+    cfg = get_preset("atari_vtrace_fast").agent
+    assert cfg.network == "impala_shallow" and cfg.lstm_size == 0
+    obs = ArraySpec((84, 84, 4), "uint8")
+    agent = VTraceAgent(cfg, obs, ArraySpec((), "int32", num_values=6))
+    out, state = agent.act(tf.zeros([2], tf.int32), zeros_env_output(obs, 2), agent.initial_state(2))
+    assert out.policy_logits.shape == [2, 6] and state == ()
+    kernels = [v.shape for v in agent.network.variables if len(v.shape) == 4]
+    assert kernels == [(8, 8, 4, 16), (4, 4, 16, 32)]  # the IMPALA paper's two convolutions

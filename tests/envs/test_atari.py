@@ -269,3 +269,31 @@ def test_an_episode_that_ends_during_the_noops_is_reset():
         assert truncated == (info["noops"] % 8 + 4 >= 8)
         env.close()
     assert max(noops) >= 8, "no episode ended during the no-ops: the test would be vacuous"
+
+
+def test_frame_stack_holds_the_last_frames_oldest_first_and_restarts_on_reset():
+    stacked = create_environment(atari_config(num_action_repeats=4, frame_stack=4, max_random_noops=0), 0)
+    single = create_environment(atari_config(num_action_repeats=4, max_random_noops=0), 0)
+    assert env_specs(atari_config(frame_stack=4))[0].shape == (84, 84, 4)
+    obs, _ = stacked.reset(seed=3)
+    first, _ = single.reset(seed=3)
+    # A reset fills the stack with the reset frame: nothing of an earlier episode.
+    np.testing.assert_array_equal(obs, np.repeat(first, 4, axis=2))
+    frames = [first]
+    rng = np.random.default_rng(0)
+    for _ in range(6):
+        action = int(rng.integers(18))
+        obs, *_ = stacked.step(action)
+        frame, *_ = single.step(action)
+        frames.append(frame)
+        expected = np.concatenate((frames[:1] * 4 + frames)[-4:], axis=2)
+        np.testing.assert_array_equal(obs, expected)
+    again, _ = stacked.reset(seed=4)
+    np.testing.assert_array_equal(again, np.repeat(again[..., :1], 4, axis=2))
+
+
+def test_minimal_action_set_and_bad_frame_stack():
+    obs_spec, act_spec = env_specs(atari_config(full_action_space=False))
+    assert act_spec.num_values == 6 and obs_spec.shape == (84, 84, 1)  # Pong's minimal set
+    with pytest.raises(ValueError, match="frame_stack"):
+        AtariOptions(frame_stack=0)

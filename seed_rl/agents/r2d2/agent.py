@@ -8,7 +8,7 @@ declared, not probed: ``feed`` (a prioritized replay with its settings and the i
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import keras
 import numpy as np
@@ -21,7 +21,7 @@ from seed_rl.networks.dueling import DuelingLSTMDQNNet
 from seed_rl.ops.priorities import sequence_priorities
 from seed_rl.ops.specs import zeros_env_output
 from seed_rl.ops.unrolls import time_major
-from seed_rl.types import ArraySpec, EnvOutput, LossResult, ObservationSpec, ReplayFeed, UpdateSchedule
+from seed_rl.types import Agent, ArraySpec, EnvOutput, LossResult, ObservationSpec, ReplayFeed, UpdateSchedule
 
 
 class AgentOutput(NamedTuple):
@@ -150,3 +150,8 @@ class R2D2Agent:
         for target, online in zip(self.target_network.variables, self.network.variables):
             target.assign(online)
 
+
+if TYPE_CHECKING:  # mypy checks that the class follows the Agent protocol the learner relies on
+
+    def _follows_the_agent_protocol(agent: R2D2Agent) -> Agent:
+        return agent

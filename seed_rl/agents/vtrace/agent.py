@@ -3,7 +3,7 @@ with V-trace targets. It plugs into the algorithm-agnostic learner through the `
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import keras
 import numpy as np
@@ -11,10 +11,10 @@ import tensorflow as tf
 
 from seed_rl.agents.vtrace.config import VTraceConfig
 from seed_rl.agents.vtrace.loss import compute_loss
-from seed_rl.networks import ActorCriticNetwork, ImpalaDeepTorso, MLPTorso, checkpoint_variables
+from seed_rl.networks import ActorCriticNetwork, ImpalaDeepTorso, ImpalaShallowTorso, MLPTorso, checkpoint_variables
 from seed_rl.ops.distributions import get_distribution
 from seed_rl.ops.specs import zeros_env_output
-from seed_rl.types import ArraySpec, EnvOutput, LossResult, ObservationSpec, QueueFeed, UpdateSchedule
+from seed_rl.types import Agent, ArraySpec, EnvOutput, LossResult, ObservationSpec, QueueFeed, UpdateSchedule
 
 
 class AgentOutput(NamedTuple):
@@ -45,6 +45,8 @@ def build_network(config: VTraceConfig, observation_spec: ObservationSpec, actio
     value_torso = None
     if config.network == "impala_deep":
         torso = ImpalaDeepTorso()
+    elif config.network == "impala_shallow":
+        torso = ImpalaShallowTorso()
     else:
         torso = MLPTorso(config.mlp_sizes)
         if config.separate_value_network:
@@ -135,3 +137,9 @@ class VTraceAgent:
         """Creates the variables by running one step on zeros."""
         env_output = zeros_env_output(self.observation_spec, 1)
         self.act(tf.zeros([1], tf.int32), env_output, self.initial_state(1))
+
+
+if TYPE_CHECKING:  # mypy checks that the class follows the Agent protocol the learner relies on
+
+    def _follows_the_agent_protocol(agent: VTraceAgent) -> Agent:
+        return agent

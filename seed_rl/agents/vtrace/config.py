@@ -36,7 +36,10 @@ class VTraceConfig:
     adam_epsilon: float = field(1e-7, "Adam epsilon.")
     clip_norm: float = field(0.0, "Clip gradients by global norm; 0 means none (the original clips none).")
     # Network.
-    network: str = field("impala_deep", "impala_deep (image observations) or mlp (vector observations).")
+    network: str = field(
+        "impala_deep", "impala_deep or impala_shallow (image observations; IMPALA's deep ResNet or its shallow "
+        "2-conv network), or mlp (vector observations)."
+    )
     mlp_sizes: tuple = field((64, 64), "Hidden sizes of the MLP torso (mujoco/vtrace_main.py: 2 x 64).")
     separate_value_network: bool = field(
         False, "MLP only: give the value head its own torso (the original shares one)."
@@ -53,8 +56,8 @@ class VTraceConfig:
             raise ValueError(f"optimizer must be rmsprop or adam, got {self.optimizer!r}")
         if self.lr_schedule not in ("linear", "constant"):
             raise ValueError(f"lr_schedule must be linear or constant, got {self.lr_schedule!r}")
-        if self.network not in ("impala_deep", "mlp"):
-            raise ValueError(f"network must be impala_deep or mlp, got {self.network!r}")
+        if self.network not in ("impala_deep", "impala_shallow", "mlp"):
+            raise ValueError(f"network must be impala_deep, impala_shallow or mlp, got {self.network!r}")
         if not 0.0 <= self.discounting <= 1.0:
             raise ValueError(f"discounting must be in [0, 1], got {self.discounting}")
         if not 0.0 <= self.lambda_ <= 1.0:

@@ -1,0 +1,223 @@
+"""Atari learning curve: the full system (``seed-rl train``: a learner and actor processes over the real
+transport) on one game for a wall-time budget, resumable, with the curve committed under benchmarks/results/.
+
+    python benchmarks/atari_learning.py --game=Pong --agent=vtrace --hours=2
+
+trains ``--preset`` (default ``atari_<agent>_fast``) in ``--logdir`` (default ``runs/atari_learning/<game>_<agent>``)
+until the run directory has trained ``--hours`` in total: run it again on the same directory and it resumes from
+the last checkpoint and continues the curve (a killed run loses at most the time since its last checkpoint). It
+stops the training with SIGINT (the learner saves a checkpoint), then writes
+
+* ``benchmarks/results/atari_<game>_<agent>.csv``: every episode's env frames, training hours and game score
+  (the raw, unclipped return), with the mean of the last 20;
+* ``benchmarks/results/atari_<game>_<agent>.png``: the score against env frames and against training hours;
+* its section of ``benchmarks/RESULTS.md``: frames, hours, frames/s, the final mean score of the last 20 episodes,
+  the best mean of 20, and the config.
+
+``--report_only`` rewrites these three from the run directory without training. Extra arguments after ``--`` go
+to ``seed-rl train`` (e.g. ``-- --num_actors=3``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import List, Optional
+
+import _common
+import numpy as np
+
+from seed_rl.learner.summaries import EPISODES_CSV, read_episodes
+
+RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+SESSIONS_FILE = "learning_sessions.json"
+WINDOW = 20
+RANDOM_SCORE = {"Pong": -20.7, "Breakout": 1.7}  # random play (Mnih et al. 2015, extended data table 2)
+
+
+def _read_sessions(logdir: str) -> List[dict]:
+    path = os.path.join(logdir, SESSIONS_FILE)
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return json.load(f)
+
+
+def _write_sessions(logdir: str, sessions: List[dict]) -> None:
+    path = os.path.join(logdir, SESSIONS_FILE)
+    with open(path + ".tmp", "w") as f:
+        json.dump(sessions, f, indent=1)
+    os.replace(path + ".tmp", path)
+
+
+def trained_hours(sessions: List[dict]) -> float:
+    return sum(s["end"] - s["start"] for s in sessions) / 3600.0
+
+
+def _hours_at(wall_time: float, sessions: List[dict]) -> float:
+    """Training hours of the run directory at ``wall_time`` (the gaps between sessions do not count)."""
+    before = 0.0
+    for s in sessions:
+        if wall_time <= s["end"] + 60:  # an episode logged during the shutdown belongs to its session
+            return (before + max(0.0, min(wall_time, s["end"]) - s["start"])) / 3600.0
+        before += s["end"] - s["start"]
+    return before / 3600.0
+
+
+def train(args, extra: List[str]) -> int:
+    os.makedirs(args.logdir, exist_ok=True)
+    sessions = _read_sessions(args.logdir)
+    remaining = args.hours * 3600.0 - trained_hours(sessions) * 3600.0
+    if remaining <= 60:
+        print(f"atari_learning: {args.logdir} has trained {trained_hours(sessions):.2f} h of the {args.hours} h "
+              "budget; nothing to do (raise --hours to continue)", flush=True)
+        return 0
+    command = [sys.executable, "-m", "seed_rl", "train", f"--preset={args.preset}", f"--game={args.game}",
+               f"--logdir={args.logdir}", f"--total_environment_frames={args.total_frames}", *extra]
+    print(f"atari_learning: {' '.join(command)}\n  for {remaining / 3600:.2f} h "
+          f"({trained_hours(sessions):.2f} h trained before)", flush=True)
+    session = {"start": time.time(), "end": time.time(), "command": command[2:]}
+    sessions.append(session)
+    proc = subprocess.Popen(command, env=_common.child_env())
+    deadline = time.monotonic() + remaining
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(min(30.0, max(0.1, deadline - time.monotonic())))
+            session["end"] = time.time()
+            _write_sessions(args.logdir, sessions)
+    except KeyboardInterrupt:
+        print("atari_learning: interrupted; stopping the training", flush=True)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)  # the learner saves a checkpoint and exports its SavedModel
+            try:
+                proc.wait(timeout=180)
+            except subprocess.TimeoutExpired:
+                _common.kill_processes([proc])
+        session["end"] = time.time()
+        _write_sessions(args.logdir, sessions)
+    return proc.returncode or 0
+
+
+def report(args) -> Optional[str]:
+    sessions = _read_sessions(args.logdir)
+    episodes = sorted((e for e in read_episodes(os.path.join(args.logdir, EPISODES_CSV)) if not e.eval),
+                      key=lambda e: e.env_frames)
+    if not episodes:
+        print(f"atari_learning: no episodes in {args.logdir}", flush=True)
+        return None
+    stem = f"atari_{args.game}_{args.agent}"
+    os.makedirs(RESULTS_DIR, exist_ok=True)
+    frames = np.array([e.env_frames for e in episodes])
+    scores = np.array([e.raw_return for e in episodes])
+    hours = np.array([_hours_at(e.wall_time, sessions) for e in episodes])
+    means = np.array([scores[max(0, i + 1 - WINDOW):i + 1].mean() for i in range(len(scores))])
+    csv_path = os.path.join(RESULTS_DIR, f"{stem}.csv")
+    with open(csv_path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["env_frames", "training_hours", "score", f"mean_score_last_{WINDOW}"])
+        for row in zip(frames, hours, scores, means):
+            writer.writerow([int(row[0]), f"{row[1]:.4f}", f"{row[2]:g}", f"{row[3]:.3f}"])
+    png_path = os.path.join(RESULTS_DIR, f"{stem}.png")
+    _plot(png_path, frames, hours, scores, means, f"{args.game}, {args.agent} ({args.preset})",
+          RANDOM_SCORE.get(args.game))
+    total_hours = trained_hours(sessions)
+    last_frames = int(frames[-1])
+    full = len(scores) >= WINDOW
+    best = float(means[WINDOW - 1:].max()) if full else float("nan")
+    config_text = ""
+    config_path = os.path.join(args.logdir, "config.json")
+    if os.path.exists(config_path):
+        with open(config_path) as f:
+            config = json.load(f)
+        run, agent, env = config["run"], config["agent"], config["env"]
+        config_text = (
+            f"env {env['family']}:{env['name']} action repeat {env['num_action_repeats']}, options "
+            f"{json.dumps(env.get('options'))}; {run['num_actors']} actors x {run['env_batch_size']} envs, unroll "
+            f"{run['unroll_length']}, batch {run['batch_size']}; agent {config['agent_name']} "
+            + ", ".join(f"{k}={agent[k]}" for k in sorted(agent) if k in (
+                "network", "lstm_size", "optimizer", "learning_rate", "lr_schedule", "entropy_cost",
+                "max_abs_reward", "discounting", "rms_epsilon", "use_reward_and_action", "burn_in",
+                "replay_buffer_size", "replay_ratio", "n_steps", "torso", "stack_size")))
+    rows = [
+        ("env frames", f"{last_frames:,d}"),
+        ("training hours", f"{total_hours:.2f} ({len(sessions)} session(s))"),
+        ("frames/s (mean over the run)", f"{last_frames / max(total_hours * 3600, 1):,.0f}"),
+        ("episodes", f"{len(scores):,d}"),
+        (f"first {WINDOW} episodes, mean score", f"{scores[:WINDOW].mean():.2f}"),
+        (f"final mean score of the last {WINDOW} episodes", f"**{means[-1]:.2f}**"),
+        (f"best mean of {WINDOW} consecutive episodes", f"{best:.2f}"),
+        ("random play (published)", f"{RANDOM_SCORE.get(args.game, float('nan'))}"),
+    ]
+    body = (
+        f"Run on {_common.now_string()}: `python benchmarks/atari_learning.py --game={args.game} "
+        f"--agent={args.agent} --hours={args.hours}` (preset `{args.preset}`, run directory `{args.logdir}`); "
+        f"{_common.versions()}; {_common.cpu_model()}.\n\n"
+        + _common.markdown_table(["", ""], rows) + "\n\n"
+        f"Config: {config_text}\n\n"
+        f"Curve: `benchmarks/results/{stem}.png`, episodes: `benchmarks/results/{stem}.csv`. The score is the "
+        "game's raw (unclipped) return; frames are environment frames (agent steps x action repeats).\n"
+    )
+    if not args.no_write:
+        _common.update_results(f"atari_learning_{args.game}_{args.agent}",
+                               f"Atari learning: {args.game}, {args.agent}", body)
+    print(body, flush=True)
+    return body
+
+
+def _plot(path, frames, hours, scores, means, title, random_score) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for ax, x, label in ((axes[0], frames / 1e6, "environment frames (millions)"),
+                         (axes[1], hours, "training hours (2 CPU cores)")):
+        ax.plot(x, scores, ".", alpha=0.25, markersize=3, label="episode score")
+        ax.plot(x, means, "-", linewidth=2, label=f"mean of last {WINDOW}")
+        if random_score is not None:
+            ax.axhline(random_score, color="gray", linestyle="--", linewidth=1, label="random play")
+        ax.set_xlabel(label)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("score (raw return)")
+    axes[0].legend(loc="upper left")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: List[str] = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, extra = argv[:i], argv[i + 1:]
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--game", default="Pong")
+    parser.add_argument("--agent", default="vtrace", choices=["vtrace", "r2d2"])
+    parser.add_argument("--hours", type=float, default=2.0, help="training-time budget of the run directory")
+    parser.add_argument("--preset", default=None, help="default atari_<agent>_fast")
+    parser.add_argument("--logdir", default=None, help="default runs/atari_learning/<game>_<agent>")
+    parser.add_argument("--total_frames", type=int, default=10**10, help="frame budget passed to seed-rl train")
+    parser.add_argument("--report_only", action="store_true", help="write the CSV, PNG and RESULTS.md section")
+    parser.add_argument("--no_write", action="store_true", help="leave RESULTS.md alone")
+    args = parser.parse_args(argv)
+    args.preset = args.preset or f"atari_{args.agent}_fast"
+    args.logdir = args.logdir or os.path.join("runs", "atari_learning", f"{args.game}_{args.agent}")
+    rc = 0
+    if not args.report_only:
+        rc = train(args, extra)
+    report(args)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""The trainer runs an agent's update schedule: epochs x minibatches of disjoint sequences, the run-wide update
+counter handed to ``update_targets``, priorities back in batch order, metrics combined over the updates."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from seed_rl.learner.training import Trainer
+from seed_rl.types import EnvOutput, LossResult, QueueFeed, Unroll, UpdateSchedule
+
+B, L = 8, 3
+MAX_UPDATES = 32
+
+
+class _Outputs(NamedTuple):
+    action: Any
+
+
+class RecordingAgent:
+    """Linear in one weight; records, per optimizer update, the update number and the rows it saw."""
+
+    feed = QueueFeed()
+    num_overlapping_steps = 0
+
+    def __init__(self, schedule: UpdateSchedule, copy_every: int = 0):
+        self.schedule = schedule
+        self.copy_every = copy_every
+        self.w = tf.Variable(1.0)
+        self.count = tf.Variable(0, dtype=tf.int64)
+        self.updates = tf.Variable(tf.zeros([MAX_UPDATES], tf.int64))
+        self.rows = tf.Variable(tf.fill([MAX_UPDATES, B], tf.constant(-1, tf.int64)))
+
+    def loss(self, unroll, weights=None):
+        row = tf.cast(unroll.env_outputs.episode_step[0], tf.int64)  # [b]: the batch row of each sequence
+        n = tf.shape(row)[0]
+        padded = tf.concat([row, tf.fill([B - n], tf.constant(-1, tf.int64))], 0)
+        self.rows.scatter_nd_update([[self.count]], padded[None])
+        x = tf.cast(row, tf.float32)
+        loss = tf.reduce_mean(tf.square(self.w * x - 1.0))
+        return LossResult(loss, {"losses/total": loss, "rows/mean": tf.reduce_mean(x)}, x * 10.0)
+
+    def update_targets(self, update):
+        self.updates.scatter_nd_update([[self.count]], [update])
+        self.count.assign_add(1)
+        if not self.copy_every:
+            return tf.constant(False)
+        return tf.equal(update % self.copy_every, 0)
+
+    @property
+    def trainable_variables(self):
+        return [self.w]
+
+
+def _batch() -> Unroll:
+    rows = np.repeat(np.arange(B, dtype=np.int32)[:, None], L, axis=1)
+    env = EnvOutput(reward=np.zeros([B, L], np.float32), done=np.zeros([B, L], bool),
+                    observation=np.zeros([B, L, 1], np.float32), abandoned=np.zeros([B, L], bool),
+                    episode_step=rows)
+    return Unroll(agent_state=(), prev_actions=np.zeros([B, L], np.int32), env_outputs=env,
+                  agent_outputs=_Outputs(np.zeros([B, L], np.int32)), policy_version=np.zeros([B, L], np.int64))
+
+
+def _trainer(agent, version: int = 0) -> Trainer:
+    return Trainer(agent, keras.optimizers.SGD(0.01), tf.Variable(version, dtype=tf.int64), seed=5)
+
+
+def test_epochs_times_minibatches_updates_over_disjoint_minibatches():
+    agent = RecordingAgent(UpdateSchedule(epochs=2, minibatches=4))
+    trainer = _trainer(agent)
+    w0 = float(agent.w.numpy())
+    result = trainer.step(_batch())
+    assert int(agent.count.numpy()) == 8 and int(trainer.policy_version.numpy()) == 1
+    np.testing.assert_array_equal(agent.updates.numpy()[:8], np.arange(1, 9))
+    rows = agent.rows.numpy()[:8, :2]
+    for epoch in (rows[:4], rows[4:]):  # each epoch sees every row exactly once, two per minibatch
+        assert sorted(epoch.ravel().tolist()) == list(range(B))
+    assert rows[:4].tolist() != rows[4:].tolist()  # a fresh permutation per epoch
+    # Priorities come back in batch order (row i's priority is 10 * i), metrics are means over the updates.
+    np.testing.assert_allclose(result.priorities, 10.0 * np.arange(B))
+    assert float(result.metrics["rows/mean"]) == pytest.approx((B - 1) / 2)
+    assert float(agent.w.numpy()) != w0
+
+
+def test_update_counter_continues_across_steps_and_a_resume():
+    agent = RecordingAgent(UpdateSchedule(epochs=1, minibatches=2), copy_every=3)
+    trainer = _trainer(agent, version=5)  # a resumed run: 5 train steps of 2 updates each are done
+    first = trainer.step(_batch())
+    second = trainer.step(_batch())
+    np.testing.assert_array_equal(agent.updates.numpy()[:4], [11, 12, 13, 14])
+    # Update 12 copied the target in the first step, none of 13 and 14 did: the flag is "any", not a mean.
+    assert float(first.metrics["learner/target_updated"]) == 1.0
+    assert float(second.metrics["learner/target_updated"]) == 0.0
+    # The permutation depends on (seed, train step) only: a fresh trainer at step 5 draws the same minibatches.
+    again = RecordingAgent(UpdateSchedule(epochs=1, minibatches=2))
+    _trainer(again, version=5).step(_batch())
+    np.testing.assert_array_equal(again.rows.numpy()[:2], agent.rows.numpy()[:2])
+
+
+def test_one_by_one_is_a_single_update_on_the_whole_batch():
+    agent = RecordingAgent(UpdateSchedule())
+    trainer = _trainer(agent, version=2)
+    result = trainer.step(_batch())
+    assert int(agent.count.numpy()) == 1 and int(agent.updates.numpy()[0]) == 3
+    np.testing.assert_array_equal(agent.rows.numpy()[0], np.arange(B))  # unshuffled
+    np.testing.assert_allclose(result.priorities, 10.0 * np.arange(B))
+
+
+def test_a_batch_that_does_not_split_is_refused():
+    agent = RecordingAgent(UpdateSchedule(epochs=1, minibatches=3))
+    with pytest.raises(ValueError, match="does not split into 3"):
+        _trainer(agent).step(_batch())
