@@ -176,7 +176,7 @@ def resolve_config(fv: flags.FlagValues, fields) -> Config:
 
     family = str(fv["env"].value) if fv["env"].present else EnvConfig.family
     envs_lib.get_family(family)  # an unknown family: say so, not "unknown preset"
-    agent = fv["agent"].value if fv["agent"].present else "vtrace"
+    agent = str(fv["agent"].value) if fv["agent"].present else "vtrace"
     agents_lib.config_class(agent)  # an unknown agent: say so, listing the agents
     preset = fv["preset"].value or f"{family}_{agent}"
     if not fv["preset"].value and preset not in PRESETS:
