@@ -11,6 +11,7 @@ from typing import Callable, Dict
 from seed_rl.config import Config
 from seed_rl.configs.presets import (
     atari_r2d2,
+    atari_r2d2_fast,
     atari_r2d2_gcp,
     atari_vtrace,
     atari_vtrace_fast,
@@ -26,6 +27,7 @@ PRESETS: Dict[str, Callable[[], Config]] = {
     "test_vtrace": test_vtrace,
     "classic_r2d2": classic_r2d2,
     "atari_r2d2": atari_r2d2,
+    "atari_r2d2_fast": atari_r2d2_fast,
     "atari_r2d2_gcp": atari_r2d2_gcp,
 }
 

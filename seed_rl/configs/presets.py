@@ -120,6 +120,27 @@ def atari_r2d2() -> Config:
     )
 
 
+def atari_r2d2_fast() -> Config:
+    """R2D2 on Atari sized for two CPU cores (benchmarks/atari_learning.py --agent=r2d2); see docs/presets.md.
+
+    The original's network shape (Nature CNN, LSTM, dueling heads, 4 frames stacked on the learner) at half the
+    width (LSTM 256, heads 256), shorter sequences (burn-in 8, unroll 40; the original 40 and 100), a replay of
+    4000 sequences (min 500) replayed twice, discount 0.99 (0.997 in the original), and a target copy every 200
+    steps: a run of a few million frames makes about a thousand train steps, so the original's 2500 would never
+    copy. Adam lr 4.8e-4 eps 1e-3, clip 40, n-step 5, Ape-X epsilons over 2 actors x 8 envs as the original.
+    """
+    env = _atari_env("Pong")
+    return Config(
+        env=dataclasses.replace(env, options=dataclasses.replace(env.options, full_action_space=False)),
+        run=RunConfig(num_actors=2, env_batch_size=8, unroll_length=40, batch_size=32, unroll_queue_size=64,
+                      total_environment_frames=50_000_000, save_checkpoint_secs=300.0, summary_period_secs=30.0),
+        agent_name="r2d2",
+        agent=R2D2Config(burn_in=8, lstm_size=256, hidden_size=256, replay_buffer_size=4000,
+                         replay_buffer_min_size=500, replay_ratio=2.0, discounting=0.99,
+                         update_target_every_n_step=200),
+    )
+
+
 def atari_r2d2_gcp() -> Config:
     """R2D2 on Atari as the original's gcp/train_atari.sh: 32 workers x 20 actors (1 env each), inference batch
     32, batch 64, replay 100K sequences (min 5000), replay ratio 0.75, unroll 80, burn-in 40, lr 1e-4, clip 80,
