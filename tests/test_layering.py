@@ -185,3 +185,48 @@ def test_the_checks_catch_a_forbidden_edge_and_a_circle(tmp_path, monkeypatch):
     edges["seed_rl.configs.presets"] = GRAPH["seed_rl.configs.presets"] + [("seed_rl.agents.r2d2.agent", 1, [])]
     with pytest.raises(AssertionError, match="may import only some of agents"):
         test_imports_follow_the_layers("seed_rl.configs.presets")
+
+
+def _code_without_docstrings(tree: ast.AST):
+    """The nodes of ``tree`` minus the docstrings (a docstring may name an agent as an example)."""
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docstrings.add(id(first.value))
+    return [n for n in ast.walk(tree) if id(n) not in docstrings]
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _layer(m) == "learner"))
+def test_the_learner_knows_no_agent(module):
+    """The learner reads agents only through the protocol: no agent's name in its code, no getattr/hasattr on an
+    agent, no field of an agent's config (``config.agent.<field>``)."""
+    import seed_rl.agents as agents_lib
+
+    names = {n.lower() for n in agents_lib.agent_names()}
+    bad = []
+    for node in _code_without_docstrings(ast.parse(MODULES[module].read_text())):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and any(
+                n in node.value.lower() for n in names):
+            bad.append(f"line {node.lineno}: names an agent: {node.value!r}")
+        elif isinstance(node, ast.Name) and any(n in node.id.lower() for n in names):
+            bad.append(f"line {node.lineno}: names an agent: {node.id}")
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+              and node.args and "agent" in ast.unparse(node.args[0])):
+            bad.append(f"line {node.lineno}: probes an agent: {ast.unparse(node)}")
+        elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
+              and node.value.attr == "agent" and "config" in ast.unparse(node.value.value)):
+            bad.append(f"line {node.lineno}: reads an agent's config field: {ast.unparse(node)}")
+    assert not bad, f"{module}:\n  " + "\n  ".join(bad)
+
+
+def test_the_agent_check_catches_a_probe(tmp_path, monkeypatch):
+    probe = tmp_path / "probe.py"
+    probe.write_text("def f(config, agent):\n    x = getattr(agent, 'uses_replay', None)\n"
+                     "    return config.agent.replay_buffer_size, 'r2d2'\n")
+    monkeypatch.setitem(MODULES, "seed_rl.learner.probe", probe)
+    with pytest.raises(AssertionError) as info:
+        test_the_learner_knows_no_agent("seed_rl.learner.probe")
+    assert "probes an agent" in str(info.value) and "config field" in str(info.value)
+    assert "names an agent" in str(info.value)

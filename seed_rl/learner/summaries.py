@@ -29,7 +29,7 @@ class Episode(NamedTuple):
     env_id: int
     wall_time: float
     eval: bool = False
-    """Played by an evaluation env (the highest env ids; R2D2's greedy-ish eval policy)."""
+    """Played by an evaluation env (the highest env ids, which act with the agent's evaluation policy)."""
 
 
 class MetricAccumulator:
