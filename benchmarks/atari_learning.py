@@ -6,7 +6,8 @@ transport) on one game for a wall-time budget, resumable, with the curve committ
 trains ``--preset`` (default ``atari_<agent>_fast``) in ``--logdir`` (default ``runs/atari_learning/<game>_<agent>``)
 until the run directory has trained ``--hours`` in total: run it again on the same directory and it resumes from
 the last checkpoint and continues the curve (a killed run loses at most the time since its last checkpoint). It
-stops the training with SIGINT (the learner saves a checkpoint), then writes
+stops the training with SIGTERM (the learner saves a checkpoint; Ctrl-C or SIGTERM to this script does the same
+before the budget is spent), then writes
 
 * ``benchmarks/results/atari_<game>_<agent>.csv``: every episode's env frames, training hours and game score
   (the raw, unclipped return), with the mean of the last 20;
@@ -84,6 +85,10 @@ def train(args, extra: List[str]) -> int:
           f"({trained_hours(sessions):.2f} h trained before)", flush=True)
     session = {"start": time.time(), "end": time.time(), "command": command[2:]}
     sessions.append(session)
+    # A background job starts with SIGINT ignored (and its children inherit that): stop on SIGTERM as well, and
+    # stop the training with SIGTERM, which `seed-rl train` handles like Ctrl-C (checkpoint, SavedModel).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     proc = subprocess.Popen(command, env=_common.child_env())
     deadline = time.monotonic() + remaining
     try:
@@ -95,7 +100,7 @@ def train(args, extra: List[str]) -> int:
         print("atari_learning: interrupted; stopping the training", flush=True)
     finally:
         if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)  # the learner saves a checkpoint and exports its SavedModel
+            proc.send_signal(signal.SIGTERM)  # the learner saves a checkpoint and exports its SavedModel
             try:
                 proc.wait(timeout=180)
             except subprocess.TimeoutExpired:
