@@ -151,6 +151,11 @@ class RunConfig:
         "the gRPC stream, a fraction of its CPU per message; the handshake stays on gRPC). Actors on other "
         "hosts use gRPC. Linux only."
     )
+    stream_idle_timeout_s: float = field(
+        300.0, "The learner closes an actor's stream (gRPC or same-host) that has no step waiting for its actions "
+        "and sends nothing for this many seconds (the actor then reconnects); a healthy actor sends a step every "
+        "few milliseconds. <= 0: never. Keeps idle or abandoned streams from holding the learner's threads."
+    )
     fast_inference_call: bool = field(
         True, "Call the compiled inference step through TensorFlow's internal flat-call path and, on a CPU-only "
         "learner, its single-threaded executor (less Python per call, see benchmarks/RESULTS.md); off: the public "

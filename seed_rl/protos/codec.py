@@ -24,6 +24,7 @@ from seed_rl.types import ArraySpec, EnvOutput, ObservationSpec, StepBatch
 
 __all__ = [
     "ALLOWED_DTYPES",
+    "MAX_ARRAY_DIMS",
     "decode_array",
     "decode_array_spec",
     "decode_observation",
@@ -51,6 +52,12 @@ ALLOWED_DTYPES: tuple[str, ...] = (
     "float64",
 )
 """dtype names that may cross the wire."""
+
+MAX_ARRAY_DIMS = 32
+"""The most dimensions an array may have on the wire (numpy 1's limit; numpy 2 allows 64)."""
+
+# numpy's limit on an array's byte size (also on the product of the non-zero dimensions of an empty array).
+_MAX_ARRAY_BYTES = int(np.iinfo(np.intp).max)
 
 # dtype name -> the little-endian numpy dtype the bytes are read with.
 _WIRE_DTYPES: dict[str, np.dtype] = {
@@ -110,8 +117,10 @@ def decode_array(message: pb.Array, what: str = "array") -> np.ndarray:
       what: how to name the field in error messages, e.g. ``"StepBatch.reward"``.
 
     Raises:
-      ValueError: the dtype is missing or not allowed, a dimension is negative, the byte count does not equal
-        ``prod(shape) * itemsize``, or a bool array holds bytes other than 0 and 1.
+      ValueError: the dtype is missing or not allowed, the shape has more than :data:`MAX_ARRAY_DIMS`
+        dimensions, a dimension is negative, the shape's size overflows (its non-zero dimensions times the item
+        size exceed what an array can address), the byte count does not equal ``prod(shape) * itemsize``, or a
+        bool array holds bytes other than 0 and 1.
     """
     name = message.dtype
     dtype = _WIRE_DTYPES.get(name)
@@ -122,18 +131,40 @@ def decode_array(message: pb.Array, what: str = "array") -> np.ndarray:
             f"{what}: dtype {name!r} is not allowed; expected one of {', '.join(ALLOWED_DTYPES)}"
         )
     shape = tuple(message.shape)
-    if any(d < 0 for d in shape):
+    if len(shape) > MAX_ARRAY_DIMS:
+        raise ValueError(
+            f"{what}: shape has {len(shape)} dimensions, more than the limit of {MAX_ARRAY_DIMS} "
+            f"(it starts {shape[:4]})"
+        )
+    if shape and min(shape) < 0:
         raise ValueError(f"{what}: negative dimension in shape {shape}")
     data = message.data
     expected = math.prod(shape) * dtype.itemsize
-    if len(data) != expected:
-        raise ValueError(
-            f"{what}: {len(data)} bytes of data do not match shape {shape} and dtype {name} "
-            f"({expected} bytes expected)"
-        )
+    if len(data) != expected or not expected:
+        _check_size(what, shape, name, len(data), expected)  # rare: empty, overflowing or mismatched
     if name == "bool" and data.translate(None, b"\x00\x01"):
         raise ValueError(f"{what}: bool array holds bytes other than 0 and 1")
     return np.frombuffer(data, dtype=dtype).reshape(shape)
+
+
+def _check_size(what: str, shape: tuple[int, ...], name: str, size: int, expected: int) -> None:
+    """Raises ValueError unless ``size`` bytes fit ``shape`` (an empty array passes when numpy can shape it).
+
+    numpy refuses a shape whose non-zero dimensions, times the item size, exceed what an index can address, even
+    when another dimension is 0 (the array is empty); that is reported here, naming the field, rather than by
+    numpy's bare text at the reshape.
+    """
+    addressed = math.prod(d for d in shape if d) * _WIRE_DTYPES[name].itemsize
+    if addressed > _MAX_ARRAY_BYTES:
+        raise ValueError(
+            f"{what}: shape {shape} of dtype {name} overflows: its non-zero dimensions make {addressed} bytes, "
+            f"more than the {_MAX_ARRAY_BYTES} bytes an array can address"
+        )
+    if size != expected:
+        raise ValueError(
+            f"{what}: {size} bytes of data do not match shape {shape} and dtype {name} "
+            f"({expected} bytes expected)"
+        )
 
 
 # ------------------------------------------------------------------------------------------------ observations

@@ -266,9 +266,12 @@ class LearnerClient:
         inference batch).
 
         Raises:
-          LearnerUnavailableError: the learner is stopping, gone, or the call was cancelled: reconnect.
-          InvalidRequestError: the learner refused the message (the message says why).
-          ProtocolMismatchError: no valid session (superseded by another actor of the same task, or no handshake).
+          LearnerUnavailableError: the learner is stopping, gone, closed the stream as idle (nothing sent for its
+            ``stream_idle_timeout_s``), or the call was cancelled: reconnect.
+          InvalidRequestError: the learner refused the message (the message says why: a shape, a dtype, an env
+            id, a NaN or an infinity in a float field).
+          ProtocolMismatchError: no valid session (superseded by another actor of the same task, or no
+            handshake), or another stream opened on this session superseded this one.
           TransportError: anything else, e.g. the learner's inference step failed.
         """
         with self._step_lock:

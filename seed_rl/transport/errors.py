@@ -12,8 +12,9 @@ Actors catch :class:`LearnerUnavailableError` and reconnect (with new run ids); 
 | anything else (INTERNAL, UNKNOWN, ...)       | TransportError             | the learner's inference step failed    |
 
 A stream that names a session the learner does not know (the learner restarted between the actor's handshake and
-its stream) fails with FAILED_PRECONDITION and the reason ``unknown-session``; it is raised as
-:class:`LearnerUnavailableError` because a reconnect fixes it.
+its stream) fails with FAILED_PRECONDITION and the reason ``unknown-session``, and a gRPC stream beyond the
+learner's limit with RESOURCE_EXHAUSTED and the reason ``too-many-streams``; both are raised as
+:class:`LearnerUnavailableError` because a reconnect (after a back-off) fixes them.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ _ERROR_TO_CODE: dict[type[TransportError], grpc.StatusCode] = {
 }
 
 # Reasons that a reconnect fixes, whatever their status code.
-_RECONNECT_REASONS = frozenset({"unknown-session"})
+_RECONNECT_REASONS = frozenset({"unknown-session", "too-many-streams"})
 
 
 def status_code_of(error: TransportError) -> grpc.StatusCode:

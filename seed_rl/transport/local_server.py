@@ -5,7 +5,10 @@ seed_rl/transport/local.py for the framing and the actor's end) and serves each 
 :class:`~seed_rl.transport.session.SessionCore`: the same session and token checks, validation, batcher and
 counters as the gRPC ``Stream``. Answers go back in send order with up to
 :data:`~seed_rl.transport.session.MAX_READ_AHEAD` messages in flight; a refusal is sent as a ``StreamStatus``
-reply after the earlier messages' actions, and then the connection is closed.
+reply after the earlier messages' actions, and then the connection is closed. The session core's rules on live
+streams hold here too (``SessionCore.attach_stream``): a newer stream of the session, on either carrier, ends
+this one (its unanswered messages are withdrawn and the status goes out at once), and so does the idle timeout,
+which also bounds the wait for the opening frame.
 
 Learner side only (seed_rl/transport/server.py starts it); an actor never imports this module. Imports no
 TensorFlow.
@@ -32,7 +35,7 @@ from seed_rl.transport.local import (
     shutdown_socket,
     socket_name,
 )
-from seed_rl.transport.session import MAX_READ_AHEAD, Refusal, SessionCore
+from seed_rl.transport.session import MAX_READ_AHEAD, Refusal, SessionCore, StreamHandle
 
 __all__ = ["LocalStreamServer"]
 
@@ -53,16 +56,23 @@ class _Connection:
         self._outstanding: collections.deque[tuple[concurrent.futures.Future, bool]] = collections.deque()
         self._room = threading.Semaphore(MAX_READ_AHEAD)
         self._closed = False
+        self._stream: StreamHandle | None = None  # once the opening is accepted
+        self._ending: Refusal | None = None  # set by the session core (a newer stream, the idle watchdog)
 
     def serve(self) -> None:
         reader = self._sock.makefile("rb", buffering=READ_BUFFER_BYTES)
         refused = False  # a refusal waits behind the earlier messages' answers; _flush closes after it
         try:
             session = self._core.open_stream(self._open_metadata(reader))
+            stream = self._core.attach_stream(session, "local", self._end, self._busy)
+            self._stream = stream
             while True:
                 payload = read_frame(reader)
+                if self._ending is not None:
+                    raise self._ending
                 if payload is None:
                     return  # the actor closed the stream or died: its unanswered messages are withdrawn
+                stream.touch()
                 try:
                     message = pb.StepBatch.FromString(payload)
                 except Exception as e:  # noqa: BLE001 - protobuf's DecodeError and friends
@@ -72,9 +82,12 @@ class _Connection:
                         "invalid-message",
                     ) from None
                 self._room.acquire()
+                if self._ending is not None:
+                    raise self._ending
                 if self._closed:
                     return
-                future = self._core.submit(session, message)  # raises Refusal for a refused message
+                # Raises Refusal for a refused message, and the ending status once the core ended the stream.
+                future = self._core.submit(session, message, stream)
                 with self._lock:
                     if self._closed:
                         future.cancel()
@@ -83,7 +96,9 @@ class _Connection:
                 self._core.add_inflight(1)
                 future.add_done_callback(self._flush)
         except Refusal as abort:
-            refused = self._refuse(abort)
+            # Ended by the session core: what is unanswered is withdrawn and the status goes out at once.
+            ended = self._ending is not None or (self._stream is not None and abort is self._stream.ended)
+            refused = self._refuse(abort, withdraw=ended)
         except ValueError as e:  # an oversized frame
             refused = self._refuse(Refusal(grpc.StatusCode.INVALID_ARGUMENT, str(e), "invalid-message"))
         except OSError:
@@ -93,16 +108,44 @@ class _Connection:
             if not refused:
                 self.close()
 
+    def _busy(self) -> bool:
+        """Whether messages of this connection are unanswered (the idle watchdog leaves it alone then)."""
+        return bool(self._outstanding)
+
+    def _end(self, refusal: Refusal) -> None:
+        """Called by the session core from another thread: the stream ends with ``refusal``.
+
+        Only wakes the reader thread (shutting the socket's reading side makes its read return at once), which
+        then withdraws the unanswered messages, sends the status and closes: this never blocks the caller.
+        """
+        self._ending = refusal
+        try:
+            self._sock.shutdown(socket.SHUT_RD)
+        except OSError:
+            pass  # already closed
+        self._room.release()  # a reader waiting for room wakes too
+
     def _open_metadata(self, reader: Any) -> tuple[tuple[str, str], ...]:
+        """The opening's (key, value) metadata; the actor has the idle timeout to send it."""
+        timeout = self._core.stream_idle_timeout_s
+        self._sock.settimeout(timeout if timeout > 0 else None)
         try:
             payload = read_frame(reader, max_bytes=1 << 16)
             opening = pb.LocalStreamOpen.FromString(payload if payload is not None else b"")
+        except TimeoutError:
+            raise Refusal(
+                grpc.StatusCode.UNAVAILABLE,
+                f"stream closed as idle: no LocalStreamOpen arrived within {timeout:g} s (the learner's "
+                "stream_idle_timeout_s)",
+                "stream-idle",
+            ) from None
         except Exception as e:  # noqa: BLE001 - an oversized or undecodable first frame
             raise Refusal(
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"the local stream must start with a LocalStreamOpen message ({e})",
                 "invalid-message",
             ) from None
+        self._sock.settimeout(None)
         metadata: tuple[tuple[str, str], ...] = ()
         if opening.session_id:
             metadata += ((SESSION_METADATA_KEY, opening.session_id),)
@@ -110,14 +153,23 @@ class _Connection:
             metadata += ((TOKEN_METADATA_KEY, opening.auth_token),)
         return metadata
 
-    def _refuse(self, abort: Exception) -> bool:
-        """Queues ``abort`` as the answer after the earlier messages' actions; False when already closed."""
+    def _refuse(self, abort: Exception, withdraw: bool = False) -> bool:
+        """Queues ``abort`` as the answer after the earlier messages' actions (with ``withdraw``: instead of
+        them, which are withdrawn); False when already closed."""
         refusal: concurrent.futures.Future = concurrent.futures.Future()
         refusal.set_exception(abort)
+        doomed: list[concurrent.futures.Future] = []
         with self._lock:
             if self._closed:
                 return False
+            if withdraw:
+                doomed = [future for future, counted in self._outstanding if counted]
+                self._outstanding.clear()
             self._outstanding.append((refusal, False))
+        if doomed:
+            self._core.add_inflight(-len(doomed))
+        for future in doomed:
+            future.cancel()  # a request already in the handler finishes; its answer goes nowhere
         self._flush()
         return True
 
@@ -127,6 +179,8 @@ class _Connection:
         ended = False
         with self._lock:
             while self._outstanding and not self._closed and self._outstanding[0][0].done():
+                if self._stream is not None:
+                    self._stream.touch()  # before it leaves `_outstanding`: the stream never looks idle early
                 future, counted = self._outstanding.popleft()
                 answered += counted
                 if future.cancelled():
@@ -172,6 +226,8 @@ class _Connection:
             self._core.add_inflight(-len(doomed))
         self._room.release()  # a reader waiting for room wakes, sees `closed` and ends
         shutdown_socket(self._sock)
+        if self._stream is not None:
+            self._core.detach_stream(self._stream)
         self._on_close(self)
 
 

@@ -9,7 +9,9 @@
 * ``Stream`` validates every message against the session's env ids and the learner's specs before it reaches the
   :class:`~seed_rl.transport.batcher.DynamicBatcher`, which calls the inference handler on batches of rows and
   hands each actor its actions. A bad message aborts only its own stream (INVALID_ARGUMENT); nothing of it
-  reaches the handler.
+  reaches the handler. A session has one live stream (a newer one supersedes it), a task at most two, and a
+  stream that stays idle for ``stream_idle_timeout_s`` is closed, so no client can hold the worker threads that
+  handshakes and other actors need (``SessionCore.attach_stream``).
 
 Actors on the learner's host may send their ``Stream`` messages over a Unix socket instead
 (seed_rl/transport/local_server.py, offered in the handshake). Both carriers go through the same
@@ -38,10 +40,12 @@ from seed_rl.transport.batcher import DynamicBatcher, Handler
 from seed_rl.transport.local import local_stream_supported
 from seed_rl.transport.local_server import LocalStreamServer
 from seed_rl.transport.session import (
+    DEFAULT_STREAM_IDLE_TIMEOUT_S,
     MAX_READ_AHEAD,
     Refusal,
     Session,
     SessionCore,
+    StreamHandle,
     validate_step_batch,
 )
 from seed_rl.types import ArraySpec, ObservationSpec
@@ -55,6 +59,7 @@ _log = logging.getLogger(__name__)
 
 _END = object()
 _DEFAULT_GRACE_S = 0.1
+_HANDSHAKE_THREADS = 8  # worker threads that live streams may never take (see InferenceServer's max_workers)
 
 
 class _Servicer(pb_grpc.LearnerServicer):
@@ -86,7 +91,8 @@ class _Servicer(pb_grpc.LearnerServicer):
         this thread answers them in order. So an actor may send the next message (e.g. for another group of its
         envs) before the previous answer came back, which is what lets it step some envs while others wait for
         inference. The read-ahead is bounded (``MAX_READ_AHEAD`` messages): beyond it the actor's sends wait
-        in gRPC's flow control.
+        in gRPC's flow control. The session core may end the stream from another thread (a newer stream of the
+        session, or the idle watchdog): this thread then withdraws what is unanswered and reports the status.
         """
         core = self._core
         lock = threading.Lock()
@@ -94,6 +100,8 @@ class _Servicer(pb_grpc.LearnerServicer):
         results: queue.SimpleQueue = queue.SimpleQueue()  # futures in arrival order, then _END or an Refusal
         room = threading.Semaphore(MAX_READ_AHEAD)
         closed = [False]
+        ended: list[Refusal | None] = [None]  # why the session core ended this stream
+        stream: StreamHandle | None = None
 
         def close() -> None:
             """Withdraws every unanswered request (the actor is gone or the stream failed); idempotent."""
@@ -109,13 +117,20 @@ class _Servicer(pb_grpc.LearnerServicer):
                 core.add_inflight(-len(doomed))
             room.release()  # a reader waiting for room wakes, sees `closed` and ends
 
-        def read(session: Session) -> None:
+        def end(refusal: Refusal) -> None:
+            """Called by the session core from another thread: the stream ends with ``refusal``."""
+            ended[0] = refusal
+            results.put(refusal)  # wakes this stream's thread if it waits for the next item
+            close()  # and if it waits for an answer, the answer is cancelled
+
+        def read(session: Session, stream: StreamHandle) -> None:
             try:
                 for message in request_iterator:
+                    stream.touch()
                     room.acquire()
                     if closed[0]:
                         return
-                    future = core.submit(session, message)  # raises Refusal for a refused message
+                    future = core.submit(session, message, stream)  # raises Refusal for a refused message
                     with lock:
                         if closed[0]:
                             future.cancel()
@@ -133,8 +148,11 @@ class _Servicer(pb_grpc.LearnerServicer):
             self.active_streams += 1
         try:
             session = core.open_stream(context.invocation_metadata())
+            stream = core.attach_stream(session, "grpc", end, lambda: bool(outstanding))
             context.add_callback(close)
-            threading.Thread(target=read, args=(session,), name="seed_rl-stream-reader", daemon=True).start()
+            threading.Thread(
+                target=read, args=(session, stream), name="seed_rl-stream-reader", daemon=True
+            ).start()
             while True:
                 item = results.get()
                 if item is _END:
@@ -144,10 +162,13 @@ class _Servicer(pb_grpc.LearnerServicer):
                 try:
                     actions = item.result()
                 except concurrent.futures.CancelledError:
+                    if ended[0] is not None:
+                        raise ended[0] from None
                     return  # the actor is gone; nobody to answer
                 except BaseException as e:  # noqa: BLE001 - reported to the actor as a status
                     raise core.abort_for(e) from None
                 finally:
+                    stream.touch()  # before the answer leaves `outstanding`: the stream never looks idle early
                     with lock:
                         answered = not closed[0]
                         if answered:
@@ -155,11 +176,15 @@ class _Servicer(pb_grpc.LearnerServicer):
                     if answered:
                         core.add_inflight(-1)
                         room.release()
+                if ended[0] is not None:
+                    raise ended[0]  # ended while this answer was computed: the stream answers no more
                 yield core.encode_actions(actions)
         except Refusal as abort:
             self._abort(context, abort)
         finally:
             close()
+            if stream is not None:
+                core.detach_stream(stream)
             with self._active_lock:
                 self.active_streams -= 1
 
@@ -178,11 +203,16 @@ class InferenceServer:
       config_json: the resolved configuration, returned in the handshake.
       inference_batch_size, max_batch_wait_ms, wait_for_full_batch: the batching rule (see the batcher).
       auth_token: when non-empty, actors must present it (handshake field and stream metadata).
-      max_workers: worker threads; each live stream holds one. Default: 2 per task + 8 (room for replacement
-        actors whose predecessors' streams are still open, and for handshakes).
+      max_workers: worker threads; each live gRPC stream holds one. Default: 2 per task + 8. A task has at most 2
+        live streams (its actor's, and a predecessor's that is still open, see ``SessionCore.attach_stream``),
+        and gRPC streams beyond ``max_workers - 8`` are refused at once (RESOURCE_EXHAUSTED), so 8 threads are
+        always free for handshakes and for streams that are opening. At least 9.
       server_credentials: ``grpc.ssl_server_credentials(...)`` to serve TLS; None serves plaintext.
       local_stream: also serve the same-host stream (a Unix socket, seed_rl/transport/local_server.py) and offer it in
         the handshake; actors on this host then skip gRPC's per-message cost. Linux only (ignored elsewhere).
+      stream_idle_timeout_s: a stream (either carrier) that has nothing unanswered and receives no message for
+        this long is closed with UNAVAILABLE ``stream-idle`` (the actor reconnects); also the time a same-host
+        connection has to send its opening. 0 or less: never.
     """
 
     def __init__(
@@ -202,6 +232,7 @@ class InferenceServer:
         max_workers: int | None = None,
         server_credentials: grpc.ServerCredentials | None = None,
         local_stream: bool = True,
+        stream_idle_timeout_s: float = DEFAULT_STREAM_IDLE_TIMEOUT_S,
     ) -> None:
         if num_envs < 1 or env_batch_size < 1:
             raise ValueError(
@@ -226,7 +257,14 @@ class InferenceServer:
         self._wait_for_full_batch = bool(wait_for_full_batch)
         self._auth_token = auth_token
         num_tasks = self._num_envs // self._env_batch_size
-        self._max_workers = max_workers or 2 * num_tasks + 8
+        self._max_workers = max_workers or 2 * num_tasks + _HANDSHAKE_THREADS
+        if self._max_workers <= _HANDSHAKE_THREADS:
+            raise ValueError(
+                f"max_workers={self._max_workers} leaves no thread for a stream: {_HANDSHAKE_THREADS} threads "
+                f"are kept for handshakes, so give at least {_HANDSHAKE_THREADS + 1} (default: 2 per task + "
+                f"{_HANDSHAKE_THREADS})"
+            )
+        self._stream_idle_timeout_s = float(stream_idle_timeout_s)
         self._credentials = server_credentials
         self._local_stream = bool(local_stream)
         self._local: LocalStreamServer | None = None  # while serving
@@ -258,6 +296,8 @@ class InferenceServer:
             action_spec=self._action_spec,
             config_json=self._config_json,
             auth_token=self._auth_token,
+            stream_idle_timeout_s=self._stream_idle_timeout_s,
+            max_grpc_streams=self._max_workers - _HANDSHAKE_THREADS,
         )
         servicer = _Servicer(core)
         server = grpc.server(
@@ -274,9 +314,11 @@ class InferenceServer:
                 port = server.add_secure_port(self._address, self._credentials)
         except RuntimeError as e:
             batcher.stop()
+            core.stop()
             raise OSError(f"cannot listen on {self._address}: {e}") from e
         if port == 0:
             batcher.stop()
+            core.stop()
             raise OSError(f"cannot listen on {self._address} (address in use or invalid)")
         if self._local_stream and local_stream_supported():
             self._local = LocalStreamServer(core)
@@ -306,7 +348,7 @@ class InferenceServer:
         server, core = self._server, self._core
         if server is None or core is None:
             return
-        core.stopping = True
+        core.stop()
         core.batcher.stop(timeout=0.1)
         with (
             core.inflight_cond
@@ -327,6 +369,9 @@ class InferenceServer:
         out["messages_total"] = core.counters["messages"]
         out["rejected_messages_total"] = core.counters["rejected_messages"]
         out["handshakes_total"] = core.counters["handshakes"]
+        out["superseded_streams_total"] = core.counters["superseded_streams"]
+        out["idle_streams_closed_total"] = core.counters["idle_streams"]
+        out["refused_streams_total"] = core.counters["refused_streams"]
         out["active_streams"] = (self._servicer.active_streams if self._servicer else 0) + (
             self._local.active_streams if self._local is not None else 0
         )

@@ -2,11 +2,13 @@
 
 :class:`SessionCore` owns what does not depend on how a message travels: the handshake (protocol version, auth
 token, a task's env ids, a fresh session id, superseding an older session of the same task), opening a stream on
-a session, validating every ``StepBatch`` (:func:`validate_step_batch`) before it is queued with the
-:class:`~seed_rl.transport.batcher.DynamicBatcher`, the server's counters and the count of queued, unanswered
-messages that ``InferenceServer.stop`` waits for. Every refusal is a :class:`Refusal`: the gRPC status code,
-the details and the ``seed-rl-reason`` that the carrier reports to the actor (seed_rl/transport/server.py as a
-gRPC status, seed_rl/transport/local_server.py as a ``StreamStatus`` frame).
+a session and the rules on live streams (one per session, two per task, a cap on gRPC streams, an idle timeout;
+:meth:`SessionCore.attach_stream`), validating every ``StepBatch`` (:func:`validate_step_batch`, which also
+refuses non-finite floats) before it is queued with the :class:`~seed_rl.transport.batcher.DynamicBatcher`, the
+server's counters and the count of queued, unanswered messages that ``InferenceServer.stop`` waits for. Every
+refusal is a :class:`Refusal`: the gRPC status code, the details and the ``seed-rl-reason`` that the carrier
+reports to the actor (seed_rl/transport/server.py as a gRPC status, seed_rl/transport/local_server.py as a
+``StreamStatus`` frame).
 
 Learner side only: an actor never imports this module. Imports no TensorFlow.
 """
@@ -19,6 +21,8 @@ import hmac
 import logging
 import secrets
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -30,12 +34,23 @@ from seed_rl.transport.batcher import DynamicBatcher
 from seed_rl.transport.errors import LearnerUnavailableError, TransportError, status_code_of
 from seed_rl.types import ArraySpec, EnvOutput, ObservationSpec, StepBatch
 
-__all__ = ["MAX_READ_AHEAD", "Refusal", "Session", "SessionCore", "validate_step_batch"]
+__all__ = [
+    "DEFAULT_STREAM_IDLE_TIMEOUT_S",
+    "MAX_READ_AHEAD",
+    "Refusal",
+    "Session",
+    "SessionCore",
+    "StreamHandle",
+    "validate_step_batch",
+]
 
 _log = logging.getLogger(__name__)
 
 MAX_READ_AHEAD = 16
 """Unanswered messages per stream (either carrier) before the learner stops reading that stream."""
+
+DEFAULT_STREAM_IDLE_TIMEOUT_S = 300.0
+"""A stream with nothing unanswered that receives no message for this long is closed (RunConfig's default)."""
 
 _STOPPING = "learner is stopping"
 
@@ -65,8 +80,9 @@ class Refusal(Exception):
         self.reason = reason
 
 
-def _check_observation(observation: Any, spec: ObservationSpec, k: int) -> Any:
+def _check_observation(observation: Any, spec: ObservationSpec, env_ids: np.ndarray) -> Any:
     what = "StepBatch.observation"
+    k = env_ids.shape[0]
     if isinstance(spec, ArraySpec):
         if isinstance(observation, dict):
             raise ValueError(  # noqa: TRY004 - a ValueError refuses the message
@@ -91,7 +107,27 @@ def _check_observation(observation: Any, spec: ObservationSpec, k: int) -> Any:
                 f"{name}: shape {array.shape} does not start with the message's {k} env rows"
             )
         leaf_spec.check(array, name)
+        if array.dtype.kind == "f":
+            _check_finite(array, name, env_ids)
     return observation
+
+
+def _check_finite(array: np.ndarray, what: str, env_ids: np.ndarray) -> None:
+    """Refuses NaN and infinities in a float field ``[k, ...]``, naming the env ids of the rows that hold them.
+
+    One bad reward is enough to poison the policy (a few steps later it samples actions that do not exist and
+    the training thread dies), so it must never reach the learner. The common case costs one ``isfinite`` pass;
+    the env ids are found only for a message that is refused.
+    """
+    if np.isfinite(array).all():
+        return
+    bad_rows = ~np.isfinite(array.reshape(array.shape[0], -1)).all(axis=1)
+    bad_ids = env_ids[bad_rows].tolist()
+    values = sorted({str(v) for v in array[bad_rows].ravel().tolist() if not np.isfinite(v)})
+    raise ValueError(
+        f"{what}: non-finite values ({', '.join(values)}) for env ids {bad_ids}; every float the learner "
+        "receives must be finite"
+    )
 
 
 def validate_step_batch(
@@ -105,7 +141,8 @@ def validate_step_batch(
 
     Checks: ``env_ids`` has shape ``[k]``, k >= 1, with unique ids inside ``[env_id_begin, env_id_end)``; every
     scalar field has shape ``[k]`` and the right kind of dtype (int for ids and steps, float for rewards, bool for
-    done/abandoned); the observation has the spec's keys, dtype and shape, with k rows.
+    done/abandoned); the observation has the spec's keys, dtype and shape, with k rows; every float (the rewards
+    after their cast to float32, float observation leaves) is finite.
 
     Raises:
       ValueError: with a message that names the field, the expected and the actual value.
@@ -138,7 +175,13 @@ def validate_step_batch(
             raise ValueError(
                 f"StepBatch.{name}: dtype {array.dtype} is not {_KIND_NAMES[kinds]} dtype (expected {canonical})"
             )
-        cast[name] = array if array.dtype == canonical else array.astype(canonical)
+        if array.dtype == canonical:
+            cast[name] = array
+        else:
+            with np.errstate(over="ignore"):  # a float too big for float32 becomes inf, refused just below
+                cast[name] = array.astype(canonical)
+        if kinds == "f":
+            _check_finite(cast[name], f"StepBatch.{name}", env_ids)
 
     ids = env_ids.tolist()
     if len(set(ids)) != k:
@@ -158,7 +201,7 @@ def validate_step_batch(
                 f"StepBatch.env_ids: env id {env_id} {where}; this session owns env ids "
                 f"[{env_id_begin}, {env_id_end})"
             )
-    observation = _check_observation(outputs.observation, observation_spec, k)
+    observation = _check_observation(outputs.observation, observation_spec, env_ids)
     return StepBatch(
         env_ids=env_ids if env_ids.dtype == np.int32 else env_ids.astype(np.int32),
         run_ids=cast["run_ids"],
@@ -174,9 +217,10 @@ def validate_step_batch(
 
 
 class Session:
-    """One handshake's session: its task, the env ids it owns, and whether a newer handshake superseded it."""
+    """One handshake's session: its task, the env ids it owns, whether a newer handshake superseded it, and its
+    live stream (at most one, see :meth:`SessionCore.attach_stream`)."""
 
-    __slots__ = ("env_id_begin", "env_id_end", "session_id", "superseded", "task")
+    __slots__ = ("env_id_begin", "env_id_end", "session_id", "stream", "superseded", "task")
 
     def __init__(self, session_id: str, task: int, env_id_begin: int, env_id_end: int) -> None:
         self.session_id = session_id
@@ -184,6 +228,38 @@ class Session:
         self.env_id_begin = env_id_begin
         self.env_id_end = env_id_end
         self.superseded = False
+        self.stream: StreamHandle | None = None
+
+
+class StreamHandle:
+    """One live stream of a session, on either carrier, as the :class:`SessionCore` sees it.
+
+    The carrier passes two callables to :meth:`SessionCore.attach_stream`: ``end(refusal)`` closes the stream
+    with that status (called from another thread: a newer stream of the session, or the idle watchdog; it must
+    not block), and ``busy()`` says whether messages of the stream are unanswered (a stream waiting for its
+    actions is never idle). The carrier calls :meth:`touch` when a message arrives and when an answer leaves,
+    and :meth:`SessionCore.detach_stream` when the stream ends.
+    """
+
+    __slots__ = ("busy", "carrier", "end", "ended", "last_active", "session")
+
+    def __init__(
+        self,
+        session: Session,
+        carrier: str,
+        end: Callable[[Refusal], None],
+        busy: Callable[[], bool],
+    ) -> None:
+        self.session = session
+        self.carrier = carrier
+        self.end = end
+        self.busy = busy
+        self.ended: Refusal | None = None  # why the core ended it (set under the core's lock)
+        self.last_active = time.monotonic()
+
+    def touch(self) -> None:
+        """Records activity (a message arrived or an answer left): restarts the idle clock."""
+        self.last_active = time.monotonic()
 
 
 class SessionCore:
@@ -193,6 +269,11 @@ class SessionCore:
     stream's connections call it from their threads. It owns the handshake and the sessions, refuses with a
     :class:`Refusal`, validates and queues messages with ``batcher``, and counts them (``counters``, and
     ``inflight``: queued messages not yet answered, which each carrier maintains with :meth:`add_inflight`).
+
+    It also keeps the rules on live streams (:meth:`attach_stream`): one per session (a newer one supersedes
+    it), at most two per task (the current session's and one of a session it superseded), at most
+    ``max_grpc_streams`` on gRPC (each holds a worker thread of the server's pool), and none that stays idle
+    for ``stream_idle_timeout_s`` (a watchdog thread closes it; 0 or less: never).
     """
 
     def __init__(
@@ -205,6 +286,8 @@ class SessionCore:
         action_spec: ArraySpec,
         config_json: str,
         auth_token: str,
+        stream_idle_timeout_s: float = DEFAULT_STREAM_IDLE_TIMEOUT_S,
+        max_grpc_streams: int | None = None,
     ) -> None:
         self.batcher = batcher
         self.num_envs = num_envs
@@ -227,6 +310,17 @@ class SessionCore:
         # Messages queued and not yet answered; stop() lets their streams answer before cancelling.
         self.inflight = 0
         self.inflight_cond = threading.Condition()
+        self.stream_idle_timeout_s = float(stream_idle_timeout_s)
+        self.max_grpc_streams = max_grpc_streams
+        self._streams: dict[StreamHandle, None] = {}  # live streams, oldest first (an ordered set)
+        self._grpc_streams = 0
+        self._stopped = threading.Event()
+        self._watchdog: threading.Thread | None = None
+
+    def stop(self) -> None:
+        """Refuses every later call and message (UNAVAILABLE "learner is stopping"); ends the idle watchdog."""
+        self.stopping = True
+        self._stopped.set()
 
     def set_local_stream_address(self, address: str) -> None:
         """Offers the same-host stream at ``address`` in every later handshake."""
@@ -331,18 +425,156 @@ class SessionCore:
         self._check_current(session)
         return session
 
-    @staticmethod
-    def _check_current(session: Session) -> None:
+    @classmethod
+    def _check_current(cls, session: Session) -> None:
         if session.superseded:
-            raise Refusal(
-                grpc.StatusCode.FAILED_PRECONDITION,
-                f"session superseded: a newer Handshake for task {session.task} replaced this session (another "
-                f"actor with task {session.task} connected); this actor must stop",
-                "superseded",
-            )
+            raise cls._superseded(session)
 
-    def submit(self, session: Session, message: pb.StepBatch) -> concurrent.futures.Future:
-        """Validates one message and queues it; raises Refusal when it is refused."""
+    @staticmethod
+    def _superseded(session: Session) -> Refusal:
+        return Refusal(
+            grpc.StatusCode.FAILED_PRECONDITION,
+            f"session superseded: a newer Handshake for task {session.task} replaced this session (another "
+            f"actor with task {session.task} connected); this actor must stop",
+            "superseded",
+        )
+
+    def attach_stream(
+        self,
+        session: Session,
+        carrier: str,
+        end: Callable[[Refusal], None],
+        busy: Callable[[], bool],
+    ) -> StreamHandle:
+        """Registers a stream just opened on ``session`` (see :class:`StreamHandle` for ``end`` and ``busy``).
+
+        The rules, which keep any number of streams from one client from starving the others:
+
+        * A session has at most one live stream: this one supersedes the session's older stream, which is ended
+          with FAILED_PRECONDITION ``stream-superseded`` (an actor that lost its stream opens a new one in the
+          same session, and must not wait for the learner to notice that the old one is dead).
+        * A task has at most two live streams: its current session's and one of the session that this session
+          superseded (a replacement actor whose predecessor's stream is still open). Streams of older sessions
+          are ended with FAILED_PRECONDITION ``superseded``.
+        * At most ``max_grpc_streams`` gRPC streams are live: one more is refused at once with
+          RESOURCE_EXHAUSTED ``too-many-streams`` (the server's other threads stay free for handshakes).
+
+        Raises:
+          Refusal: the learner is stopping, the session was superseded since it was looked up, or the gRPC
+            stream limit is reached.
+        """
+        handle = StreamHandle(session, carrier, end, busy)
+        victims: list[tuple[StreamHandle, Refusal]] = []
+        with self._lock:
+            if self.stopping:
+                raise Refusal(grpc.StatusCode.UNAVAILABLE, _STOPPING, "stopping")
+            self._check_current(session)
+            if session.stream is not None:
+                victims.append((session.stream, self._stream_superseded(session)))
+            # Every other session of the task is older (this one is current): keep the newest one's stream.
+            older = [h for h in self._streams if h.session.task == session.task and h.session is not session]
+            victims.extend((h, self._superseded(h.session)) for h in older[:-1])
+            grpc_after = self._grpc_streams + (carrier == "grpc") - sum(h.carrier == "grpc" for h, _ in victims)
+            if (
+                carrier == "grpc"
+                and self.max_grpc_streams is not None
+                and grpc_after > self.max_grpc_streams
+            ):
+                self.counters["refused_streams"] += 1
+                raise Refusal(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f"too many streams: the learner serves at most {self.max_grpc_streams} gRPC streams at once "
+                    f"(its other worker threads are kept for handshakes); task {session.task} may retry after a "
+                    "back-off",
+                    "too-many-streams",
+                )
+            for victim, refusal in victims:
+                self._detach_locked(victim, refusal)
+            self.counters["superseded_streams"] += len(victims)
+            self._streams[handle] = None
+            self._grpc_streams += carrier == "grpc"
+            session.stream = handle
+            if self._watchdog is None and self.stream_idle_timeout_s > 0:
+                self._watchdog = threading.Thread(
+                    target=self._watch_idle_streams, name="seed_rl-stream-watchdog", daemon=True
+                )
+                self._watchdog.start()
+        for victim, _ in victims:
+            self._end(victim)
+        return handle
+
+    def detach_stream(self, stream: StreamHandle) -> None:
+        """Forgets a stream that ended (the carrier calls it once its stream is closed); idempotent."""
+        with self._lock:
+            self._detach_locked(stream, None)
+
+    def _detach_locked(self, stream: StreamHandle, refusal: Refusal | None) -> None:
+        if stream not in self._streams:
+            return
+        del self._streams[stream]
+        self._grpc_streams -= stream.carrier == "grpc"
+        if stream.session.stream is stream:
+            stream.session.stream = None
+        if refusal is not None and stream.ended is None:
+            stream.ended = refusal
+
+    def _watch_idle_streams(self) -> None:
+        """Ends every stream that has nothing unanswered and has received nothing for the idle timeout."""
+        timeout = self.stream_idle_timeout_s
+        while not self._stopped.wait(min(1.0, timeout / 4)):
+            now = time.monotonic()
+            idle = []
+            with self._lock:
+                for stream in list(self._streams):
+                    if now - stream.last_active >= timeout and not stream.busy():
+                        self._detach_locked(stream, self._idle(timeout))
+                        idle.append(stream)
+                self.counters["idle_streams"] += len(idle)
+            for stream in idle:
+                self._end(stream)
+
+    @staticmethod
+    def _end(stream: StreamHandle) -> None:
+        """Has the carrier close a stream that the core detached, with the status the core gave it."""
+        refusal = stream.ended
+        assert refusal is not None
+        _log.info(
+            "task %d: the learner closed a %s stream of session %s (%s)",
+            stream.session.task,
+            stream.carrier,
+            stream.session.session_id[:8],
+            refusal.reason,
+        )
+        try:
+            stream.end(refusal)
+        except Exception:  # a carrier's bug must not take the caller (a new stream, the watchdog) down
+            _log.exception("closing a %s stream failed", stream.carrier)
+
+    @staticmethod
+    def _stream_superseded(session: Session) -> Refusal:
+        return Refusal(
+            grpc.StatusCode.FAILED_PRECONDITION,
+            f"stream superseded: a newer stream opened on this session (task {session.task}); a session has at "
+            "most one live stream, so the learner closed this one",
+            "stream-superseded",
+        )
+
+    @staticmethod
+    def _idle(timeout: float) -> Refusal:
+        return Refusal(
+            grpc.StatusCode.UNAVAILABLE,
+            f"stream closed as idle: nothing arrived on it for {timeout:g} s while no answer was due (the "
+            "learner's stream_idle_timeout_s); open a new stream",
+            "stream-idle",
+        )
+
+    def submit(
+        self, session: Session, message: pb.StepBatch, stream: StreamHandle | None = None
+    ) -> concurrent.futures.Future:
+        """Validates one message of ``session`` (arriving on ``stream``, when the carrier attached one) and
+        queues it; raises Refusal when it is refused, also when the core has ended ``stream``."""
+        if stream is not None:
+            stream.touch()
         if self.stopping:
             raise Refusal(grpc.StatusCode.UNAVAILABLE, _STOPPING, "stopping")
         try:
@@ -363,6 +595,8 @@ class SessionCore:
         # never queue a message behind one of its successor's (that would reach the learner out of order).
         with self._lock:
             self._check_current(session)
+            if stream is not None and stream.ended is not None:
+                raise stream.ended  # superseded by a newer stream, or idle: its later messages must not queue
             future = self.batcher.submit(step_batch)
             self.counters["messages"] += 1
         return future

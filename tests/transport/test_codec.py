@@ -88,6 +88,39 @@ def test_decode_refuses_corrupt_arrays_with_a_clear_message(message, match):
         codec.decode_array(message, "StepBatch.reward")
 
 
+@pytest.mark.parametrize(
+    "message, match",
+    [
+        (
+            pb.Array(dtype="uint8", shape=[1] * 33, data=b"\x00"),
+            r"^StepBatch\.reward: shape has 33 dimensions, more than the limit of 32",
+        ),
+        (
+            pb.Array(dtype="float32", shape=[0, 2**62, 2**62], data=b""),
+            r"^StepBatch\.reward: shape \(0, 4611686018427387904, 4611686018427387904\) of dtype float32 overflows",
+        ),
+        (
+            pb.Array(dtype="float64", shape=[2**31, 2**31], data=b""),  # 2**65 bytes
+            r"^StepBatch\.reward: shape \(2147483648, 2147483648\) of dtype float64 overflows",
+        ),
+        (
+            pb.Array(dtype="int8", shape=[2**40, 2**20], data=b"\x00" * 8),  # 2**60 bytes: addressable, not sent
+            r"^StepBatch\.reward: 8 bytes of data do not match shape \(1099511627776, 1048576\)",
+        ),
+    ],
+    ids=["33-dims", "empty-but-overflowing", "overflowing", "huge-but-mismatched"],
+)
+def test_decode_refuses_absurd_shapes_naming_the_field(message, match):
+    with pytest.raises(ValueError, match=match):
+        codec.decode_array(_through_the_wire(message), "StepBatch.reward")
+
+
+def test_decode_accepts_the_dimension_limit_and_empty_arrays_of_large_shape():
+    decoded = codec.decode_array(pb.Array(dtype="uint8", shape=[1] * codec.MAX_ARRAY_DIMS, data=b"\x07"))
+    assert decoded.shape == (1,) * 32 and decoded.ravel().tolist() == [7]
+    assert codec.decode_array(pb.Array(dtype="float32", shape=[0, 2**40], data=b"")).shape == (0, 2**40)
+
+
 def test_decode_error_names_the_field():
     with pytest.raises(ValueError, match=r"^StepBatch\.reward: "):
         codec.decode_array(pb.Array(dtype="float32", shape=[3], data=b""), "StepBatch.reward")

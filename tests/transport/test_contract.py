@@ -607,6 +607,151 @@ def test_bad_message_mid_stream_touches_no_other_env(cluster):
     assert server.stats()["rejected_messages_total"] == 1
 
 
+# ------------------------------------------------------------------------- non-finite floats, absurd shapes
+
+FLOAT_OBS_SPEC = {"pixels": OBS_SPEC, "goal": ArraySpec((2,), "float32")}
+
+
+def make_float_step(env_ids, step: int = 0, run_id: int = 1) -> StepBatch:
+    """A step for FLOAT_OBS_SPEC (a dict observation with a float leaf)."""
+    k = len(env_ids)
+    observation = {
+        "pixels": np.full((k, *OBS_SPEC.shape), step % 256, np.uint8),
+        "goal": np.full((k, 2), 0.5, np.float32),
+    }
+    return make_step(env_ids, step=step, run_id=run_id, observation=observation)
+
+
+def _poison(step: StepBatch, where: str, value: float, row: int) -> StepBatch:
+    outputs = step.env_outputs
+    if where == "reward":
+        reward = np.array(outputs.reward)
+        reward[row] = value
+        return step._replace(env_outputs=outputs._replace(reward=reward))
+    if where == "raw_reward":
+        raw = np.array(step.raw_rewards)
+        raw[row] = value
+        return step._replace(raw_rewards=raw)
+    observation = dict(outputs.observation)
+    goal = np.array(observation["goal"])
+    goal[row, 1] = value
+    observation["goal"] = goal
+    return step._replace(env_outputs=outputs._replace(observation=observation))
+
+
+@pytest.mark.parametrize(
+    "where, value, match",
+    [
+        ("reward", np.nan, r"StepBatch\.reward: non-finite values \(nan\) for env ids \[1\]"),
+        ("reward", np.inf, r"StepBatch\.reward: non-finite values \(inf\) for env ids \[1\]"),
+        ("raw_reward", -np.inf, r"StepBatch\.raw_reward: non-finite values \(-inf\) for env ids \[1\]"),
+        (
+            "observation",
+            np.nan,
+            r"StepBatch\.observation\['goal'\]: non-finite values \(nan\) for env ids \[1\]",
+        ),
+    ],
+    ids=["reward-nan", "reward-inf", "raw-reward-minus-inf", "observation-nan"],
+)
+def test_non_finite_floats_are_refused_and_never_reach_the_handler(cluster, where, value, match):
+    # One actor's NaN reward used to be accepted: a few steps later the poisoned policy sampled an action that
+    # does not exist and the training thread died, taking every actor's run with it.
+    handler = Handler()
+    server = cluster.server(handler, observation_spec=FLOAT_OBS_SPEC, inference_batch_size=2)
+    good = cluster.client(server, task=1)
+    bad = cluster.client(server, task=0)
+    for step in range(4):
+        assert good.step(make_float_step([2, 3], step=step)).tolist() == expected_actions([2, 3], step)
+        poisoned = _poison(make_float_step([0, 1], step=step, run_id=BAD_RUN_ID), where, value, row=1)
+        with pytest.raises(InvalidRequestError, match=match) as error:
+            bad.step(poisoned)
+        assert error.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert error.value.reason == "invalid-message"
+        assert "(task 0)" in str(error.value)
+    assert BAD_RUN_ID not in handler.seen_run_ids()
+    assert server.stats()["rejected_messages_total"] == 4
+    # Finite values (the same actor, the same session) still pass.
+    assert bad.step(make_float_step([0, 1], step=9)).tolist() == expected_actions([0, 1], 9)
+    assert bad.carrier == cluster.carrier
+
+
+def test_a_non_finite_value_names_every_env_id_concerned(cluster):
+    handler = Handler()
+    server = cluster.server(handler, num_envs=8, env_batch_size=4)
+    client = cluster.client(server, task=1)
+    step = make_step([4, 5, 6, 7], run_id=BAD_RUN_ID)
+    reward = np.array([0.0, np.inf, 0.0, np.nan], np.float32)
+    step = step._replace(env_outputs=step.env_outputs._replace(reward=reward))
+    with pytest.raises(InvalidRequestError, match=r"StepBatch\.reward: non-finite values \(inf, nan\) for env ids "
+                       r"\[5, 7\]"):
+        client.step(step)
+    assert BAD_RUN_ID not in handler.seen_run_ids()
+
+
+def test_a_float64_reward_that_overflows_float32_is_refused(cluster):
+    # An actor that is not a LearnerClient may send float64; the learner's cast to float32 makes 1e39 infinite.
+    handler = Handler()
+    server = cluster.server(handler)
+    session = cluster.client(server, task=0).info.session_id
+    message = _good_message()
+    message.reward.CopyFrom(codec.encode_array(np.array([1e39, 0.0], np.float64)))
+    error = raw_stream(server, ((SESSION_METADATA_KEY, session),), [message], cluster.carrier)
+    assert isinstance(error, InvalidRequestError), error
+    assert re.search(r"StepBatch\.reward: non-finite values \(inf\) for env ids \[0\]", str(error)), str(error)
+    assert_server_still_serves(cluster, server, handler)
+
+
+def _many_dimensions(field: str):
+    def corrupt(m):
+        array = m.observation[0].array if field == "observation" else getattr(m, field)
+        array.shape.extend([1] * 100)  # the element count and the bytes still agree
+
+    return corrupt
+
+
+def _overflowing_shape(field: str):
+    def corrupt(m):
+        array = m.observation[0].array if field == "observation" else getattr(m, field)
+        array.shape[:] = [0, 2**62, 2**62]  # 0 elements, so 0 bytes of data match; numpy refuses the shape
+        array.data = b""
+
+    return corrupt
+
+
+@pytest.mark.parametrize(
+    "corrupt, match",
+    [
+        (
+            _many_dimensions("observation"),
+            r"StepBatch\.observation: shape has 103 dimensions, more than the limit of 32",
+        ),
+        (_many_dimensions("reward"), r"StepBatch\.reward: shape has 101 dimensions, more than the limit of 32"),
+        (
+            _overflowing_shape("observation"),
+            r"StepBatch\.observation: shape \(0, 4611686018427387904, 4611686018427387904\) of dtype uint8 "
+            r"overflows: .* more than the \d+ bytes an array can address",
+        ),
+        (
+            _overflowing_shape("episode_step"),
+            r"StepBatch\.episode_step: shape \(0, 4611686018427387904, 4611686018427387904\) of dtype int32 "
+            r"overflows",
+        ),
+    ],
+    ids=["obs-100-extra-dims", "reward-100-extra-dims", "obs-overflowing-count", "scalar-overflowing-count"],
+)
+def test_absurd_shapes_are_refused_naming_the_field(cluster, corrupt, match):
+    handler = Handler()
+    server = cluster.server(handler)
+    session = cluster.client(server, task=0).info.session_id
+    message = _good_message()
+    corrupt(message)
+    error = raw_stream(server, ((SESSION_METADATA_KEY, session),), [message], cluster.carrier)
+    assert isinstance(error, InvalidRequestError), error
+    assert error.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert re.search(match, str(error)), str(error)
+    assert_server_still_serves(cluster, server, handler)
+
+
 def test_stream_before_handshake_is_refused(cluster):
     handler = Handler()
     server = cluster.server(handler)
@@ -912,6 +1057,227 @@ def test_local_stream_survives_a_learner_restart_on_the_same_port(cluster):
     assert info.local_stream_address == server.local_stream_address
     assert client.step(make_step([0, 1], step=0, run_id=2)).tolist() == expected_actions([0, 1], 0)
     assert client.carrier == cluster.carrier
+
+
+# ------------------------------------------------------------------------ many, superseded and idle streams
+
+
+class IdleStream:
+    """A stream opened on a session (over ``carrier``) that sends nothing. ``outcome`` is a future of
+    (the TransportError the learner ended the stream with or None, time.monotonic() when it ended)."""
+
+    def __init__(self, server, session_id: str, carrier: str, channel: grpc.Channel | None = None) -> None:
+        self._release = threading.Event()
+        self._sock: socket.socket | None = None
+        if carrier == "local":
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(LIVENESS_S)
+            sock.connect(b"\0" + server.local_stream_address.split(":", 1)[1].encode())
+            frame = pb.LocalStreamOpen(session_id=session_id).SerializeToString()
+            sock.sendall(len(frame).to_bytes(4, "little") + frame)
+            self._sock = sock
+            self.outcome = background(self._local_outcome)
+        else:
+            assert channel is not None
+            release = self._release
+
+            def requests():
+                release.wait(LIVENESS_S)
+                yield from ()
+
+            self._call = pb_grpc.LearnerStub(channel).Stream(
+                requests(), metadata=((SESSION_METADATA_KEY, session_id),), timeout=LIVENESS_S
+            )
+            self.outcome = background(self._grpc_outcome)
+
+    def _local_outcome(self):
+        assert self._sock is not None
+        reader = self._sock.makefile("rb")
+        header = reader.read(4)
+        if len(header) < 4:
+            return None, time.monotonic()
+        reply = pb.LocalStreamReply.FromString(reader.read(int.from_bytes(header, "little")))
+        error = from_status(
+            status_code_from_number(reply.error.code), reply.error.details, reply.error.reason, "idle stream"
+        )
+        return error, time.monotonic()
+
+    def _grpc_outcome(self):
+        try:
+            for _ in self._call:
+                pass
+        except grpc.RpcError as e:
+            return from_rpc_error(e, "idle stream"), time.monotonic()
+        return None, time.monotonic()
+
+    def close(self) -> None:
+        self._release.set()
+        if self._sock is not None:
+            self._sock.close()
+
+
+def test_many_streams_on_one_session_cannot_starve_other_tasks(cluster):
+    # 48 idle streams on one session used to fill the gRPC thread pool (2 per task + 8): every other task's
+    # handshake and step then hit DEADLINE_EXCEEDED. Now each new stream supersedes the session's older one.
+    idle_timeout = 1.5
+    handler = Handler()
+    server = cluster.server(handler, stream_idle_timeout_s=idle_timeout)
+    session = cluster.client(server, task=0).info.session_id
+    started = time.monotonic()
+    with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+        streams = [IdleStream(server, session, cluster.carrier, channel) for _ in range(48)]
+        try:
+            # Another task connects and steps within a normal deadline while the 48 streams are open, and keeps
+            # stepping (so its own stream is never idle) until the learner has closed all of them.
+            other = cluster.client(server, task=1, connect_timeout_s=5.0)
+            step = 0
+            while step < 3 or not all(stream.outcome.done() for stream in streams):
+                actions = background(other.step, make_step([2, 3], step=step)).result(5.0)
+                assert actions.tolist() == expected_actions([2, 3], step)
+                assert time.monotonic() - started < LIVENESS_S, "the 48 streams were not closed in time"
+                step += 1
+                time.sleep(0.02)
+            outcomes = [stream.outcome.result(LIVENESS_S) for stream in streams]
+        finally:
+            for stream in streams:
+                stream.close()
+    reasons = sorted(error.reason if error is not None else "none" for error, _ in outcomes)
+    assert reasons == ["stream-idle"] + ["stream-superseded"] * 47, reasons
+    for error, ended in outcomes:
+        if error.reason == "stream-superseded":
+            assert isinstance(error, ProtocolMismatchError)
+            assert error.code == grpc.StatusCode.FAILED_PRECONDITION
+            assert "a newer stream opened on this session (task 0)" in str(error)
+        else:  # the newest one, which nothing superseded, is closed as idle after the timeout
+            assert isinstance(error, LearnerUnavailableError)
+            assert error.code == grpc.StatusCode.UNAVAILABLE
+            assert f"nothing arrived on it for {idle_timeout:g} s" in str(error)
+            assert ended - started >= idle_timeout
+    stats = server.stats()
+    assert stats["superseded_streams_total"] == 47 and stats["idle_streams_closed_total"] == 1
+    assert other.carrier == cluster.carrier
+
+
+def test_a_new_stream_on_a_session_supersedes_its_older_stream(cluster):
+    # An actor whose stream broke without the learner noticing opens a new one in the same session: it must
+    # be served at once, and the old one closed with a clear status.
+    other_carrier = "grpc" if cluster.carrier == "local" else "local"
+    server = cluster.server()
+    client = cluster.client(server, task=0)
+    assert client.step(make_step([0, 1], step=0)).tolist() == expected_actions([0, 1], 0)
+    lost = client._stream  # the actor loses its stream; the learner still holds it open
+    client._stream = None
+    assert client.step(make_step([0, 1], step=1)).tolist() == expected_actions([0, 1], 1)
+    assert lost is not None
+    with pytest.raises(ProtocolMismatchError, match="stream superseded") as error:
+        background(lost.receive, "the lost stream").result(LIVENESS_S)
+    assert error.value.reason == "stream-superseded"
+    lost.close()
+    # The rule holds across carriers: a stream on the other carrier supersedes the client's, and the client's
+    # next stream supersedes that one.
+    with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+        intruder = IdleStream(server, client.info.session_id, other_carrier, channel)
+        try:
+            wait_until(lambda: server.stats()["superseded_streams_total"] == 2, "the intruder to supersede")
+            with pytest.raises(ProtocolMismatchError, match="stream superseded"):
+                client.step(make_step([0, 1], step=2))
+            assert client.step(make_step([0, 1], step=3)).tolist() == expected_actions([0, 1], 3)
+            error_of_intruder, _ = intruder.outcome.result(LIVENESS_S)
+        finally:
+            intruder.close()
+    assert error_of_intruder is not None and error_of_intruder.reason == "stream-superseded"
+
+
+def test_an_idle_stream_is_closed_but_one_waiting_for_its_actions_is_not(cluster):
+    idle_timeout = 0.5
+    handler = Handler()
+    server = cluster.server(handler, stream_idle_timeout_s=idle_timeout)
+    client = cluster.client(server, task=0)
+    # The learner holds the step (back-pressure) for several idle timeouts: the stream waits, it is not idle.
+    handler.gate.clear()
+    pending = background(client.step, make_step([0, 1], step=0))
+    assert handler.entered.wait(LIVENESS_S)
+    time.sleep(4 * idle_timeout)
+    handler.gate.set()
+    assert pending.result(LIVENESS_S).tolist() == expected_actions([0, 1], 0)
+    # Answered, then silent for longer than the timeout: closed as idle, which the actor treats as a reconnect.
+    wait_until(lambda: server.stats()["idle_streams_closed_total"] == 1, "the idle stream to be closed")
+    with pytest.raises(LearnerUnavailableError, match="stream closed as idle") as error:
+        client.step(make_step([0, 1], step=1))
+    assert error.value.reason == "stream-idle"
+    # The session stays valid: the next step opens a new stream.
+    assert client.step(make_step([0, 1], step=2)).tolist() == expected_actions([0, 1], 2)
+    assert client.carrier == cluster.carrier
+
+
+def test_a_task_keeps_at_most_two_live_streams(cluster):
+    # Handshakes supersede sessions, but an older session's stream stays open until its next message: without a
+    # bound, handshake + stream, again and again, would pile up open streams. A task keeps its current
+    # session's stream and that of the session it superseded (a replacement actor's predecessor).
+    server = cluster.server()
+    first = cluster.client(server, task=0)
+    first.step(make_step([0, 1], step=0))
+    second = cluster.client(server, task=0)
+    second.step(make_step([0, 1], step=0, run_id=2))
+    assert server.stats()["active_streams"] == 2  # the predecessor's stream stays
+    third = cluster.client(server, task=0)
+    third.step(make_step([0, 1], step=0, run_id=3))
+    wait_until(lambda: server.stats()["active_streams"] == 2, "the oldest session's stream to close")
+    assert first._stream is not None
+    with pytest.raises(ProtocolMismatchError, match="session superseded") as error:
+        background(first._stream.receive, "the oldest stream").result(LIVENESS_S)
+    assert error.value.reason == "superseded"
+    assert server.stats()["superseded_streams_total"] == 1
+    assert third.step(make_step([0, 1], step=1, run_id=3)).tolist() == expected_actions([0, 1], 1)
+
+
+def test_grpc_streams_beyond_the_thread_budget_are_refused_at_once(cluster):
+    if cluster.carrier != "grpc":
+        pytest.skip("the limit is on gRPC streams, which hold the server's worker threads")
+    # 9 workers keep 8 for handshakes: one gRPC stream at a time.
+    server = cluster.server(max_workers=9)
+    first = cluster.client(server, task=0)
+    first.step(make_step([0, 1]))
+    second = cluster.client(server, task=1)
+    started = time.monotonic()
+    with pytest.raises(LearnerUnavailableError, match="too many streams") as error:
+        second.step(make_step([2, 3]))
+    assert time.monotonic() - started < LIVENESS_S / 2
+    assert error.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert error.value.reason == "too-many-streams"
+    assert server.stats()["refused_streams_total"] == 1
+    # Handshakes still get threads, and the stream is served once the first one ends.
+    cluster.client(server, task=2)
+    first.close()
+    wait_until(lambda: server.stats()["active_streams"] == 0, "the first stream to end")
+    assert second.step(make_step([2, 3], step=1)).tolist() == expected_actions([2, 3], 1)
+
+
+def test_max_workers_must_leave_threads_for_handshakes():
+    with pytest.raises(ValueError, match="max_workers=8 leaves no thread for a stream"):
+        InferenceServer(
+            "127.0.0.1:0", Handler(), num_envs=2, env_batch_size=2, observation_spec=OBS_SPEC,
+            action_spec=ACTION_SPEC, config_json="{}", inference_batch_size=2, max_batch_wait_ms=1.0,
+            max_workers=8,
+        )
+
+
+def test_a_local_connection_that_never_opens_is_closed_after_the_idle_timeout(cluster):
+    if cluster.carrier != "local":
+        pytest.skip("the opening is a frame of the same-host stream")
+    server = cluster.server(stream_idle_timeout_s=0.5)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(LIVENESS_S)
+    sock.connect(b"\0" + server.local_stream_address.split(":", 1)[1].encode())
+    started = time.monotonic()
+    try:
+        reader = sock.makefile("rb")
+        reply = pb.LocalStreamReply.FromString(reader.read(int.from_bytes(reader.read(4), "little")))
+    finally:
+        sock.close()
+    assert time.monotonic() - started >= 0.5
+    assert reply.error.reason == "stream-idle" and "no LocalStreamOpen arrived within 0.5 s" in reply.error.details
+    wait_until(lambda: server.stats()["active_streams"] == 0, "the connection to be forgotten")
 
 
 # ------------------------------------------------------------------------------------------------- TLS
