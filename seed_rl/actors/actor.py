@@ -118,22 +118,44 @@ class Actor:
         self.rng = np.random.default_rng(seed)
         self.log_period_s = log_period_s
         self._stop = threading.Event()
+        self._aborted = False
+        self._client: Optional[LearnerClient] = None  # the current connection, for abort()
+        self._client_lock = threading.Lock()
         self.steps = 0
         self.episodes = 0
         self.env_restarts = 0
         self.reconnects = 0
 
     def stop(self) -> None:
+        """Asks ``run`` to return: it sends nothing more and takes the answers of the messages in flight. Safe in
+        a signal handler. A call blocked on a learner that is gone (a handshake waiting for it) is not
+        interrupted: ``abort`` is for that."""
         self._stop.set()
+
+    def abort(self) -> None:
+        """Stops at once: as ``stop``, and closes the connection, so that a handshake waiting for a learner that is
+        gone, or a receive, returns now (the answers in flight are dropped) and ``run`` returns. Not for a
+        signal handler (it closes gRPC objects that the interrupted call may hold); call it from a thread."""
+        with self._client_lock:
+            self._aborted = True
+            self._stop.set()
+            client = self._client
+        if client is not None:
+            client.close()
 
     def run(self, max_steps: Optional[int] = None) -> None:
         backoff = 0.1
         while not self._stop.is_set():
-            try:
-                with LearnerClient(self.server_address, self.task, auth_token=self.auth_token,
+            client = LearnerClient(self.server_address, self.task, auth_token=self.auth_token,
                                    connect_timeout_s=self.connect_timeout_s, channel_credentials=self._credentials,
-                                   tls_server_name=self.tls_server_name) as client:
-                    self._run_connected(client, max_steps)
+                                   tls_server_name=self.tls_server_name)
+            with self._client_lock:
+                self._client = client
+                aborted = self._aborted
+            try:
+                with client:
+                    if not aborted:
+                        self._run_connected(client, max_steps)
                 return
             except LearnerUnavailableError as e:
                 if self._stop.is_set():
@@ -143,6 +165,16 @@ class Actor:
                          "restarts or training ends.", self.task, e)
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, 5.0)
+            except Exception:
+                # abort() closed the connection under a call in flight, which may fail in any way (the client's
+                # bookkeeping went with the connection): the actor was told to stop, so it stops quietly.
+                if not self._aborted:
+                    raise
+                log.debug("actor %d: aborted", self.task, exc_info=True)
+                return
+            finally:
+                with self._client_lock:
+                    self._client = None
 
     def _run_connected(self, client: LearnerClient, max_steps: Optional[int]) -> None:
         info = client.handshake()
@@ -278,17 +310,24 @@ LAUNCHER_PID_ENV = "SEED_RL_LAUNCHER_PID"
 """Set by the local launcher in each actor process's environment: the launcher's pid (see stop_with_parent)."""
 
 
-def stop_with_parent(actor: Actor, parent_pid: int, poll_s: float = 0.5, grace_s: float = 10.0) -> threading.Thread:
+def stop_with_parent(actor: Actor, parent_pid: int, poll_s: float = 0.1, grace_s: float = 0.9) -> threading.Thread:
     """Stops ``actor`` when this process's parent (``parent_pid``, the launcher) is gone, whatever killed it.
 
-    An orphan is re-parented, so ``os.getppid()`` changes. The actor gets ``grace_s`` to stop on its own; then the
-    process exits with status 1.
+    An orphan is re-parented, so ``os.getppid()`` changes; a thread checks it every ``poll_s``. The local launcher
+    runs the learner in its own process, so the learner is gone too: the actor's stream breaks and it would wait
+    in a handshake for a learner that never comes back. The watcher therefore aborts the actor (``Actor.abort``
+    closes the connection, which ends that wait), and ``run`` returns at once; if the process has not exited
+    ``grace_s`` later (an env step that hangs), it exits with status 1. The process is gone at most about
+    ``poll_s + grace_s`` (1 s) after the launcher, usually within ``poll_s`` and the interpreter's exit.
+
+    A poll rather than Linux's ``PR_SET_PDEATHSIG``: that signal fires when the *thread* that started the child
+    exits, and the launcher restarts dead actors from its monitor thread; the poll is also portable.
     """
     def watch() -> None:
         while os.getppid() == parent_pid:
             time.sleep(poll_s)
         log.warning("actor %d: the launcher (pid %d) is gone; stopping", actor.task, parent_pid)
-        actor.stop()
+        actor.abort()
         time.sleep(grace_s)
         os._exit(1)
 

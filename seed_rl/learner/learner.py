@@ -117,7 +117,7 @@ class Learner:
         self.inference = InferenceStep(
             self.agent, observation_spec, self.num_envs, run.unroll_length, config.env.num_action_repeats,
             self.policy_version, num_overlapping_steps=self.agent.num_overlapping_steps,
-            num_eval_envs=run.num_eval_envs, fast_call=run.fast_inference_call)
+            num_eval_envs=run.num_eval_envs, fast_call=run.fast_inference_call, action_spec=action_spec)
         self.queue = UnrollQueue(run.resolved_unroll_queue_size)
         self.replay: Optional[replay_lib.PrioritizedReplay] = None
         self.source: QueueSource | ReplaySource
@@ -139,6 +139,7 @@ class Learner:
             inference_batch_size=run.resolved_inference_batch_size, max_batch_wait_ms=run.max_batch_wait_ms,
             wait_for_full_batch=run.wait_for_full_batch, auth_token=run.auth_token,
             local_stream=run.local_stream,
+            stream_idle_timeout_s=run.stream_idle_timeout_s,
             server_credentials=tls_lib.server_credentials(run.tls_cert_file, run.tls_key_file))
 
         self._stop = threading.Event()

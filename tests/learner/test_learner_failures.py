@@ -1,5 +1,6 @@
 """A learner whose inference step fails on every batch stops with that error instead of serving errors forever
-(each actor would otherwise exit and be restarted by the launcher, endlessly)."""
+(each actor would otherwise exit and be restarted by the launcher, endlessly); one whose network went to NaN
+refuses each batch with an error that names the problem, and keeps serving (issue 10)."""
 
 import threading
 
@@ -13,12 +14,71 @@ from seed_rl.transport import LearnerClient, TransportError
 from seed_rl.types import EnvOutput, StepBatch
 
 
-def test_learner_stops_when_its_inference_step_keeps_failing(tmp_path):
+def _config(tmp_path, **run):
     config = get_preset("classic_vtrace")
-    config = replace(config, env=EnvConfig(family="test", name="counting:length=4,num_actions=2"),
-                     run=replace(config.run, logdir=str(tmp_path / "run"), num_actors=1, env_batch_size=2,
-                                 server_address="127.0.0.1:0", inference_batch_size=2))
-    learner = Learner(config)
+    return replace(config, env=EnvConfig(family="test", name="counting:length=4,num_actions=2"),
+                   run=replace(config.run, logdir=str(tmp_path / "run"), num_actors=1, env_batch_size=2,
+                               server_address="127.0.0.1:0", inference_batch_size=2, **run))
+
+
+def _step_batch():
+    obs = np.zeros((2, 4), np.int32)
+    return StepBatch(np.arange(2, dtype=np.int32), np.ones(2, np.int64),
+                     EnvOutput(np.zeros(2, np.float32), np.zeros(2, bool), obs, np.zeros(2, bool),
+                               np.zeros(2, np.int32)), np.zeros(2, np.float32))
+
+
+def _run_in_thread(learner):
+    failure = []
+
+    def run():
+        try:
+            learner.run()
+        except BaseException as e:  # noqa: BLE001 - checked by the tests
+            failure.append(e)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, failure
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast_call", "public_call"])
+def test_a_nan_network_gets_each_batch_refused_with_a_clear_error_and_the_learner_stays_up(tmp_path, fast):
+    """The poisoned policy samples action 2 of 2 (tf.random.categorical on NaN logits), which used to reach the
+    actors and the unroll store and then kill the training thread. Now each batch is refused, with a message that
+    says why, and the learner keeps serving: when the weights are healthy again, steps work."""
+    learner = Learner(_config(tmp_path, fast_inference_call=fast))
+    weights = learner.agent.trainable_variables[0]
+    healthy = weights.numpy()
+    weights.assign(np.full_like(healthy, np.nan))
+    port = learner.start()
+    thread, failure = _run_in_thread(learner)
+    refusals = 3  # well below MAX_CONSECUTIVE_INFERENCE_FAILURES
+    try:
+        with LearnerClient(f"127.0.0.1:{port}", 0, connect_timeout_s=30) as client:
+            client.handshake()
+            for _ in range(refusals):
+                with pytest.raises(TransportError) as refused:
+                    client.step(_step_batch())
+                message = str(refused.value)
+                assert "outside the action spec" in message and "integers in [0, 2)" in message, message
+                assert "non-finite network outputs" in message and "[0 1] [2 2]" in message, message
+                assert thread.is_alive() and not learner.done
+            assert learner.queue.qsize() == 0 and int(learner.inference.store.index.numpy().sum()) == 0
+            weights.assign(healthy)
+            for _ in range(3):
+                actions = client.step(_step_batch())
+                assert actions.shape == (2,) and set(actions.tolist()) <= {0, 1}
+            assert thread.is_alive() and not learner.done
+    finally:
+        learner.stop()
+        thread.join(timeout=120)
+    assert not thread.is_alive()
+    assert not failure, failure
+
+
+def test_learner_stops_when_its_inference_step_keeps_failing(tmp_path):
+    learner = Learner(_config(tmp_path))
     calls = []
 
     def broken(*args):
@@ -27,20 +87,8 @@ def test_learner_stops_when_its_inference_step_keeps_failing(tmp_path):
 
     learner.inference = broken
     port = learner.start()
-    failure = []
-
-    def run():
-        try:
-            learner.run()
-        except BaseException as e:  # noqa: BLE001 - checked below
-            failure.append(e)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    obs = np.zeros((2, 4), np.int32)
-    step = StepBatch(np.arange(2, dtype=np.int32), np.ones(2, np.int64),
-                     EnvOutput(np.zeros(2, np.float32), np.zeros(2, bool), obs, np.zeros(2, bool),
-                               np.zeros(2, np.int32)), np.zeros(2, np.float32))
+    thread, failure = _run_in_thread(learner)
+    step = _step_batch()
     with LearnerClient(f"127.0.0.1:{port}", 0, connect_timeout_s=30) as client:
         client.handshake()
         for _ in range(MAX_CONSECUTIVE_INFERENCE_FAILURES + 5):
