@@ -58,42 +58,37 @@ class ImpalaDeepTorso(keras.layers.Layer):
         return self.fc(self.flatten(x))
 
 
-class ImpalaShallowTorso(keras.layers.Layer):
+class ConvTorso(keras.layers.Layer):
+    """Convolutions ``(filters, kernel, stride)`` with ReLUs, then a dense ReLU layer: the shape of the Nature DQN
+    and IMPALA shallow networks."""
+
+    def __init__(self, convs: Sequence[tuple[int, int, int]], output_size: int, **kwargs):
+        super().__init__(**kwargs)
+        self.convs = [keras.layers.Conv2D(filters, kernel, strides=stride, activation="relu")
+                      for filters, kernel, stride in convs]
+        self.flatten = keras.layers.Flatten()
+        self.fc = keras.layers.Dense(output_size, activation="relu")
+
+    def call(self, observation):
+        x = _to_float(observation)
+        for conv in self.convs:
+            x = conv(x)
+        return self.fc(self.flatten(x))
+
+
+class ImpalaShallowTorso(ConvTorso):
     """The IMPALA paper's shallow network (Espeholt et al. 2018, figure 3, left): conv 16 8x8 stride 4, conv 32
     4x4 stride 2, a dense layer of 256, ReLUs. About a tenth of the deep ResNet's cost per frame."""
 
     def __init__(self, output_size: int = 256, **kwargs):
-        super().__init__(**kwargs)
-        self.convs = [
-            keras.layers.Conv2D(16, 8, strides=4, activation="relu"),
-            keras.layers.Conv2D(32, 4, strides=2, activation="relu"),
-        ]
-        self.flatten = keras.layers.Flatten()
-        self.fc = keras.layers.Dense(output_size, activation="relu")
-
-    def call(self, observation):
-        x = _to_float(observation)
-        for conv in self.convs:
-            x = conv(x)
-        return self.fc(self.flatten(x))
+        super().__init__(((16, 8, 4), (32, 4, 2)), output_size, **kwargs)
 
 
-class NatureTorso(keras.layers.Layer):
+class NatureTorso(ConvTorso):
+    """The Nature DQN network (Mnih et al. 2015): conv 32 8x8/4, conv 64 4x4/2, conv 64 3x3/1, dense 512."""
+
     def __init__(self, output_size: int = 512, **kwargs):
-        super().__init__(**kwargs)
-        self.convs = [
-            keras.layers.Conv2D(32, 8, strides=4, activation="relu"),
-            keras.layers.Conv2D(64, 4, strides=2, activation="relu"),
-            keras.layers.Conv2D(64, 3, strides=1, activation="relu"),
-        ]
-        self.flatten = keras.layers.Flatten()
-        self.fc = keras.layers.Dense(output_size, activation="relu")
-
-    def call(self, observation):
-        x = _to_float(observation)
-        for conv in self.convs:
-            x = conv(x)
-        return self.fc(self.flatten(x))
+        super().__init__(((32, 8, 4), (64, 4, 2), (64, 3, 1)), output_size, **kwargs)
 
 
 class MLPTorso(keras.layers.Layer):
