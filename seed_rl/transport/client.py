@@ -142,6 +142,9 @@ class LearnerClient:
         ``address`` (e.g. connecting by IP); empty: the host of ``address``.
       local_stream: stream over the learner's same-host Unix socket when it offers one and this process can
         reach it (same host and network namespace); otherwise, or with False, over the gRPC ``Stream``.
+      channel_options: extra gRPC channel arguments, e.g. ``(("grpc.use_local_subchannel_pool", 1),)`` to give
+        this client its own TCP connection even when other clients in the process dial the same learner (gRPC
+        shares one connection between channels with the same target and arguments).
     """
 
     def __init__(
@@ -154,6 +157,7 @@ class LearnerClient:
         channel_credentials: grpc.ChannelCredentials | None = None,
         tls_server_name: str = "",
         local_stream: bool = True,
+        channel_options: tuple[tuple[str, object], ...] = (),
     ) -> None:
         if tls_server_name and channel_credentials is None:
             raise ValueError("tls_server_name applies to TLS connections only: give channel_credentials too")
@@ -164,6 +168,7 @@ class LearnerClient:
         self._credentials = channel_credentials
         self._tls_server_name = tls_server_name
         self._local_stream = bool(local_stream)
+        self._channel_options = tuple(channel_options)  # extra gRPC channel arguments, after the defaults
         self._unreachable_local: set[str] = set()  # local stream addresses this process cannot connect to
         self._channel: grpc.Channel | None = None
         self._stub: pb_grpc.LearnerStub | None = None
@@ -371,9 +376,9 @@ class LearnerClient:
 
     def _open_channel(self) -> None:
         if self._credentials is None:
-            channel = grpc.insecure_channel(self._address, options=_CHANNEL_OPTIONS)
+            channel = grpc.insecure_channel(self._address, options=(*_CHANNEL_OPTIONS, *self._channel_options))
         else:
-            options = (*_CHANNEL_OPTIONS, *tls.channel_options(self._tls_server_name))
+            options = (*_CHANNEL_OPTIONS, *tls.channel_options(self._tls_server_name), *self._channel_options)
             channel = grpc.secure_channel(self._address, self._credentials, options=options)
         self._channel = channel
         self._stub = pb_grpc.LearnerStub(channel)

@@ -1,0 +1,750 @@
+"""Many actors: N concurrent streams of light simulated actors against one learner-side gRPC server.
+
+Each stream is one simulated actor with one env and a tiny observation (CartPole's: 4 float32), speaking the real
+protocol through ``seed_rl.transport.client.LearnerClient``: a handshake, then one step after another on its
+stream (closed loop, one message in flight, no env time unless ``--env_step_ms``). The N streams are spread over
+``--client_processes`` client processes (threads in each, one ``LearnerClient`` and, by default, one TCP
+connection per stream, as N separate actor processes would have). The server runs in its own process: an
+``InferenceServer`` (seed_rl/transport/server.py) with a numpy handler that answers zeros (no TensorFlow), or, with
+``--real_learner``, ``seed_rl.learner.learner.Learner`` on CartPole with a tiny MLP (its inference step and its
+training thread). ``num_envs`` = N and ``env_batch_size`` = 1, so every stream has its task and the server's
+default pool (2 per task + 8 threads) holds every stream; the inference batch is the config default
+max(1, N // 2) with ``max_batch_wait_ms`` 2. Streams go over gRPC unless ``--local_stream``.
+
+For each N of ``--streams`` the actors connect, step ``--warmup`` seconds unmeasured, then ``--seconds`` measured.
+The script reports errors by status code (while connecting and in the window; an actor that meets one counts it,
+reconnects and goes on), round trips/s and the p50/p99 round trip (``step()``, encode to decode), and the server
+process's thread count, RSS and open files sampled from ``/proc/<pid>/status`` over time, with the RSS growth over
+the second half of the window. Then the issue's targets, pass/fail, with ratios from this one run:
+
+* 0 errors at N=1000 for the whole window;
+* learner threads bounded independent of N: at most ``MAX_LEARNER_THREADS`` (a few dozen) at N=1000;
+* round trips/s at N=1000 at least 80% of those at N=100;
+* RSS growth under 5% over the second half of the window.
+
+Today's thread-pool server holds two threads per live gRPC stream (the pool thread that answers it and its reader
+thread), so it is expected to fail the thread target, and probably the throughput one; the script says so rather
+than hiding it. Loopback only (127.0.0.1); every run is bounded in time and stops by itself.
+
+Run:  python benchmarks/many_actors.py [--streams=10,100,1000] [--seconds=60] [--client_processes=4]
+      [--real_learner] [--local_stream] [--no_write]
+The issue's target run:  python benchmarks/many_actors.py --streams=100,1000 --seconds=600
+Writes its section of benchmarks/RESULTS.md (``--no_write``: print only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import array
+import collections
+import multiprocessing as mp
+import os
+import queue
+import resource
+import sys
+import tempfile
+import threading
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import _common  # noqa: E402
+import numpy as np  # noqa: E402
+
+from seed_rl.types import ArraySpec, EnvOutput, StepBatch  # noqa: E402
+
+OBS_SPEC = ArraySpec(shape=(4,), dtype="float32")  # CartPole's, so that --real_learner serves the same specs
+ACTION_SPEC = ArraySpec(shape=(), dtype="int32", num_values=2)
+MAX_BATCH_WAIT_MS = 2.0
+MAX_LEARNER_THREADS = 48  # "at most a few dozen" threads in the learner's process at N=1000
+MIN_RATE_RATIO = 0.8  # round trips/s at N=1000 over those at N=100
+MAX_RSS_GROWTH = 0.05  # over the second half of the window
+_RECONNECT_PAUSE_S = 0.1
+
+
+# ------------------------------------------------------------------------------------------------ limits
+
+
+def raise_open_file_limit(wanted: int) -> tuple[int, str]:
+    """Raises this process's soft open-file limit towards ``wanted`` (up to the hard limit). Returns the soft limit
+    now and a note ("" when it is enough)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        new = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+            soft = new
+        except (ValueError, OSError):
+            pass
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        return soft, f"open-file limit {soft} (hard {hard}) is below the ~{wanted} this process may need"
+    return soft, ""
+
+
+def _fds_needed(streams: int) -> int:
+    # A TCP socket per stream (and a Unix socket with --local_stream), plus gRPC's and Python's own descriptors.
+    return 4 * streams + 256
+
+
+def _is_limit_error(text: str) -> str:
+    """Which OS limit an error message points at ("" for none)."""
+    lowered = text.lower()
+    if "too many open files" in lowered or "emfile" in lowered:
+        return "open files"
+    if "can't start new thread" in lowered or "resource temporarily unavailable" in lowered:
+        return "threads"
+    return ""
+
+
+# ------------------------------------------------------------------------------------------------ /proc
+
+
+def proc_sample(pid: int) -> tuple[int, int, int] | None:
+    """(threads, RSS in KiB, open files) of process ``pid`` from /proc, or None when it is gone."""
+    status = _common.proc_status(pid)
+    threads, rss = status.get("Threads"), _common.kib(status, "VmRSS")
+    if threads is None or rss is None:
+        return None
+    try:
+        fds = len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        fds = -1
+    return int(threads), rss, fds
+
+
+def count_sockets(pid: int) -> int:
+    """Open sockets of process ``pid`` (-1 if unreadable)."""
+    n = 0
+    try:
+        names = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return -1
+    for name in names:
+        try:
+            n += os.readlink(f"/proc/{pid}/fd/{name}").startswith("socket:")
+        except OSError:
+            pass
+    return n
+
+
+class Sampler:
+    """Samples threads, RSS and open files of the server process (and the client processes' threads) every
+    ``period`` seconds, from start() to stop(); times are seconds on time.time()."""
+
+    def __init__(self, server_pid: int, client_pids: list[int], period: float) -> None:
+        self.server_pid, self.client_pids, self.period = server_pid, client_pids, period
+        self.samples: list[tuple[float, int, int, int]] = []  # (time, threads, RSS KiB, open files)
+        self.client_threads: list[tuple[float, int]] = []  # (time, threads summed over the client processes)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="proc-sampler", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stops sampling; idempotent."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            now = time.time()
+            s = proc_sample(self.server_pid)
+            if s is not None:
+                self.samples.append((now, *s))
+            threads = [proc_sample(pid) for pid in self.client_pids]
+            self.client_threads.append((now, sum(t[0] for t in threads if t is not None)))
+            if self._stop.wait(self.period):
+                return
+
+
+# ------------------------------------------------------------------------------------------------ server process
+
+
+def trivial_handler(step_batch: StepBatch) -> np.ndarray:
+    return np.zeros(len(step_batch.env_ids), np.int32)
+
+
+def _server_main(conn, n: int, local_stream: bool, real_learner: bool) -> None:
+    """The learner-side process: serves until told to stop; answers "stats" with server.stats()."""
+    import logging
+
+    logging.basicConfig(level=logging.WARNING)
+    limit, note = raise_open_file_limit(_fds_needed(n))
+    tmp = None
+    stop_learner = None
+    train_steps = lambda: -1  # noqa: E731 - the learner's train steps so far (-1: no learner)
+    try:
+        if real_learner:
+            from seed_rl.config import replace
+            from seed_rl.configs import get_preset
+            from seed_rl.learner.learner import Learner
+
+            tmp = tempfile.TemporaryDirectory(prefix="seed_rl_bench_many_actors_")
+            config = get_preset("classic_vtrace")
+            config = replace(
+                config,
+                run=replace(config.run, logdir=tmp.name, num_actors=n, env_batch_size=1,
+                            server_address="127.0.0.1:0", max_batch_wait_ms=MAX_BATCH_WAIT_MS,
+                            local_stream=local_stream, save_checkpoint_secs=1e9, summary_period_secs=1e9,
+                            total_environment_frames=10**12, target_return=0.0, tf_intra_op_threads=1),
+                agent=replace(config.agent, network="mlp", mlp_sizes=(8,), lstm_size=0))
+            learner = Learner(config, status_stream=open(os.devnull, "w"))  # lives as long as the process
+            port = learner.start()
+            thread = threading.Thread(target=learner.run, name="learner", daemon=True)
+            thread.start()
+            server = learner.server
+
+            def train_steps() -> int:
+                return int(learner.policy_version.numpy())
+
+            def stop_learner() -> None:
+                learner.stop()
+                thread.join(timeout=60)
+        else:
+            from seed_rl.config import auto_inference_batch_size
+            from seed_rl.transport.server import InferenceServer
+
+            server = InferenceServer(
+                "127.0.0.1:0", trivial_handler, num_envs=n, env_batch_size=1, observation_spec=OBS_SPEC,
+                action_spec=ACTION_SPEC, config_json="{}", inference_batch_size=auto_inference_batch_size(n, 1),
+                max_batch_wait_ms=MAX_BATCH_WAIT_MS, local_stream=local_stream)
+            port = server.start()
+        conn.send(("ready", port, os.getpid(), limit, note))
+        while True:
+            command = conn.recv()
+            if command == "stats":
+                conn.send(server.stats())
+            elif command == "train_steps":
+                conn.send(train_steps())
+            elif command == "stop":
+                stats = server.stats()
+                if stop_learner is not None:
+                    stop_learner()
+                else:
+                    server.stop()
+                conn.send(stats)
+                return
+    except Exception as e:  # noqa: BLE001 - reported by the parent
+        conn.send(("error", f"{type(e).__name__}: {e}"))
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+
+
+# ------------------------------------------------------------------------------------------------ client processes
+
+
+OWN_CONNECTION = (("grpc.use_local_subchannel_pool", 1),)
+"""``LearnerClient(channel_options=...)`` that gives each client its own TCP connection: gRPC shares one
+connection (subchannel) between channels with the same target and arguments, so N clients in one process would
+otherwise multiplex N streams over a single connection, which N actor processes never do (the client processes'
+socket counts in the output show the effect)."""
+
+
+def _observation(spec, rows: int):
+    if isinstance(spec, dict):
+        return {k: np.zeros((rows, *s.shape), s.dtype) for k, s in spec.items()}
+    return np.zeros((rows, *spec.shape), spec.dtype)
+
+
+class _Actor:
+    """One simulated actor (one stream, one env) on its own thread."""
+
+    def __init__(self, address: str, task: int, shared: dict) -> None:
+        self.address, self.task, self.shared = address, task, shared
+        self.errors: collections.Counter = collections.Counter()  # (phase, code) -> count
+        self.messages: list[str] = []  # the first few error messages
+        self.latencies = array.array("f")  # in-window round trips, seconds
+        self.ends = array.array("f")  # when each of them ended, seconds from the window's start
+        self.ready = threading.Event()  # first step answered (or the actor gave up)
+        self.ok = False
+
+    def _phase(self, now: float) -> str:
+        start = self.shared["start_at"].value
+        if start <= 0 or now < start:
+            return "setup"
+        return "window" if now <= start + self.shared["seconds"] else "after"
+
+    def _count(self, error: BaseException) -> None:
+        code = getattr(error, "code", None)
+        reason = getattr(error, "reason", "")
+        key = code.name if code is not None else type(error).__name__
+        if reason:
+            key += f" ({reason})"
+        self.errors[(self._phase(time.time()), key)] += 1
+        if len(self.messages) < 3:
+            self.messages.append(f"task {self.task}: {type(error).__name__}: {error}")
+
+    def run(self) -> None:
+        from seed_rl.transport.client import LearnerClient
+
+        shared = self.shared
+        seconds = shared["seconds"]
+        env_step_s = shared["env_step_ms"] / 1000.0
+        rng = np.random.default_rng(self.task)
+        stop_flag, start_at = shared["stop"], shared["start_at"]
+        client = LearnerClient(self.address, self.task, connect_timeout_s=shared["setup_timeout"],
+                               local_stream=shared["local_stream"],
+                               channel_options=OWN_CONNECTION if shared["connection"] == "per_stream" else ())
+        info = None
+        step = 0
+        try:
+            while not stop_flag.value:
+                try:
+                    if info is None:
+                        info = client.handshake() if client.info is None else client.reconnect()
+                        env_ids = np.array([info.env_id_begin], np.int32)
+                        run_ids = rng.integers(1, 2**62, size=1, dtype=np.int64)  # new run after a reconnect
+                        obs = _observation(info.observation_spec, 1)
+                        step = 0
+                    batch = StepBatch(
+                        env_ids=env_ids, run_ids=run_ids,
+                        env_outputs=EnvOutput(reward=np.zeros(1, np.float32), done=np.zeros(1, np.bool_),
+                                              observation=obs, abandoned=np.zeros(1, np.bool_),
+                                              episode_step=np.array([step], np.int32)),
+                        raw_rewards=np.zeros(1, np.float32))
+                    t0, p0 = time.time(), time.perf_counter()
+                    client.step(batch)
+                    t1, p1 = time.time(), time.perf_counter()
+                    step += 1
+                    if not self.ok:
+                        self.ok = True
+                        self.ready.set()
+                    start = start_at.value
+                    if start > 0:
+                        if t0 >= start and t1 <= start + seconds:
+                            self.latencies.append(p1 - p0)
+                            self.ends.append(t1 - start)
+                        elif t1 > start + seconds:
+                            return
+                    if env_step_s:
+                        time.sleep(env_step_s)
+                except Exception as e:  # noqa: BLE001 - counted; the actor reconnects, as a real one does
+                    self._count(e)
+                    info = None
+                    if time.time() > shared["setup_deadline"] and not self.ok:
+                        return  # never got going: give up (reported as not ready)
+                    time.sleep(_RECONNECT_PAUSE_S)
+        finally:
+            self.ready.set()
+            client.close()
+
+
+def _client_main(index: int, address: str, tasks: list[int], shared_in: dict, start_at, stop, results) -> None:
+    """One client process: a thread per stream; reports ("ready", ...) once every stream stepped (or gave up),
+    then ("done", ...) after the window."""
+    limit, note = raise_open_file_limit(_fds_needed(len(tasks)))
+    notes = [note] if note else []
+    shared = dict(shared_in, start_at=start_at, stop=stop)
+    actors = [_Actor(address, t, shared) for t in tasks]
+    threads = []
+    for actor in actors:
+        thread = threading.Thread(target=actor.run, name=f"actor-{actor.task}", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError as e:  # can't start new thread
+            notes.append(f"client process {index}: could not start the thread of task {actor.task} ({e})")
+            actor.errors[("setup", "thread-limit")] += 1
+            actor.ready.set()
+            continue
+        threads.append(thread)
+    deadline = shared["setup_deadline"]
+    for actor in actors:
+        actor.ready.wait(timeout=max(0.0, deadline - time.time()))
+    results.put(("ready", index, sum(a.ok for a in actors), len(actors), os.getpid()))
+    hard_end = deadline + 120 + shared["warmup"] + shared["seconds"]  # stops by itself whatever the parent does
+    for thread in threads:
+        thread.join(timeout=max(0.0, hard_end - time.time()))
+    if any(t.is_alive() for t in threads):
+        notes.append(f"client process {index}: some actors did not stop in time")
+    errors: collections.Counter = collections.Counter()
+    messages: list[str] = []
+    for actor in actors:
+        errors.update(actor.errors)
+        messages.extend(actor.messages[: max(0, 5 - len(messages))])
+    for m in messages:
+        kind = _is_limit_error(m)
+        if kind:
+            notes.append(f"client process {index}: the {kind} limit stopped some actors ({m[:200]})")
+            break
+    latencies = np.concatenate([np.frombuffer(a.latencies, np.float32) for a in actors] or [np.zeros(0, np.float32)])
+    ends = np.concatenate([np.frombuffer(a.ends, np.float32) for a in actors] or [np.zeros(0, np.float32)])
+    results.put(("done", index, latencies, ends, dict(errors), messages, notes))
+
+
+# ------------------------------------------------------------------------------------------------ one cell
+
+
+def _collect(results, kind: str, clients: list, deadline: float, notes: list[str]) -> list:
+    """The ``kind`` message of every client process, or of those that sent one by ``deadline`` or before they died
+    (noted in ``notes``)."""
+    got: dict[int, tuple] = {}
+    while len(got) < len(clients):
+        try:
+            msg = results.get(timeout=0.5)
+        except queue.Empty:
+            missing = [i for i in range(len(clients)) if i not in got]
+            dead = [i for i in missing if not clients[i].is_alive()]
+            if len(dead) == len(missing) or time.time() > deadline:
+                for i in missing:
+                    exitcode = clients[i].exitcode
+                    notes.append(f"client process {i} sent no {kind!r} report ("
+                                 + (f"it exited with code {exitcode})" if exitcode is not None else "timed out)"))
+                break
+            continue
+        if msg[0] == kind:
+            got[msg[1]] = msg
+    return [got[i] for i in sorted(got)]
+
+
+def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes: int = 4,
+                local_stream: bool = False, real_learner: bool = False, connection: str = "per_stream",
+                env_step_ms: float = 0.0, setup_timeout: float | None = None,
+                sample_period: float | None = None) -> dict:
+    """Runs N streams for ``warmup`` + ``seconds`` and returns the measurements (see the module docstring).
+
+    The result's keys: n, processes, ready, rate, p50_ms, p99_ms, round_trips, errors ({(phase, code): count},
+    phase "setup" (connecting and warm-up), "window" or "after"), error_messages, notes (limits met and other
+    problems), samples [(seconds from the window's start, threads, RSS KiB, open files)], client_threads, sockets
+    (per client process, at the window's start), ends (sorted end times of the window's round trips, seconds from
+    its start), stats (the server's counters over the window), setup_s.
+    """
+    if connection not in ("per_stream", "shared"):
+        raise ValueError(f"connection must be per_stream or shared, got {connection!r}")
+    processes = max(1, min(client_processes, n))
+    setup_timeout = setup_timeout if setup_timeout is not None else 30.0 + 0.1 * n + (60.0 if real_learner else 0)
+    sample_period = sample_period if sample_period is not None else min(1.0, max(0.1, seconds / 30))
+    ctx = mp.get_context("spawn")
+    notes: list[str] = []
+    t_begin = time.time()
+
+    parent_conn, child_conn = ctx.Pipe()
+    server = ctx.Process(target=_server_main, args=(child_conn, n, local_stream, real_learner), daemon=True,
+                         name="many_actors-server")
+    server.start()
+    clients: list = []
+    sampler = None
+    start_at = ctx.RawValue("d", 0.0)  # the window's start (time.time()), 0 until every stream stepped
+    stop = ctx.RawValue("i", 0)  # set: every actor stops
+    try:
+        if not parent_conn.poll(setup_timeout):
+            raise RuntimeError(f"the server did not start within {setup_timeout:.0f} s")
+        message = parent_conn.recv()
+        if message[0] == "error":
+            raise RuntimeError(f"the server failed to start: {message[1]}")
+        _, port, server_pid, _limit, note = message
+        if note:
+            notes.append(f"server: {note}")
+        address = f"127.0.0.1:{port}"
+
+        results = ctx.Queue()
+        setup_deadline = time.time() + setup_timeout
+        shared = dict(seconds=float(seconds), warmup=float(warmup), env_step_ms=float(env_step_ms),
+                      local_stream=bool(local_stream), connection=connection, setup_timeout=setup_timeout,
+                      setup_deadline=setup_deadline)
+        tasks = [list(range(i, n, processes)) for i in range(processes)]
+        clients = [ctx.Process(target=_client_main, args=(i, address, tasks[i], shared, start_at, stop, results),
+                               daemon=True, name=f"many_actors-client-{i}") for i in range(processes)]
+        for p in clients:
+            p.start()
+        sampler = Sampler(server_pid, [p.pid for p in clients], sample_period)
+        sampler.start()
+
+        ready = sum(msg[2] for msg in _collect(results, "ready", clients, setup_deadline + 60, notes))
+        setup_s = time.time() - t_begin
+        if ready < n:
+            notes.append(f"only {ready} of {n} streams stepped within the {setup_timeout:.0f} s setup time")
+        if real_learner:  # its train step is traced (seconds of stall) before the window, not in it
+            while True:
+                parent_conn.send("train_steps")
+                if parent_conn.recv() >= 2:
+                    break
+                if time.time() > setup_deadline + 60:
+                    notes.append("the learner made fewer than 2 train steps before the window")
+                    break
+                time.sleep(0.2)
+        window_start = time.time() + warmup
+        sockets_at = window_start + min(1.0, seconds / 4)
+        start_at.value = window_start
+        while time.time() < window_start:
+            time.sleep(0.01)
+        parent_conn.send("stats")  # resets the batcher's window counters
+        parent_conn.recv()
+        cpu = _common.CpuMeter({"server": server_pid, **{f"client {i}": p.pid for i, p in enumerate(clients)}})
+        cpu.start()
+        while time.time() < sockets_at:
+            time.sleep(0.01)
+        sockets = [count_sockets(p.pid) for p in clients]
+        while time.time() < window_start + seconds:
+            time.sleep(0.01)
+        cpu.stop()
+
+        done = _collect(results, "done", clients, window_start + seconds + 120, notes)
+        window_end = window_start + seconds
+        sampler.stop()
+        parent_conn.send("stop")
+        stats = parent_conn.recv() if parent_conn.poll(30) else {}
+    finally:
+        stop.value = 1
+        if sampler is not None:
+            sampler.stop()
+        for p in clients:
+            p.join(timeout=10)
+        server.join(timeout=30)
+        for p in [*clients, server]:
+            if p.is_alive():
+                p.kill()
+                p.join(timeout=5)
+
+    errors: collections.Counter = collections.Counter()
+    messages: list[str] = []
+    latencies, ends = [], []
+    for _, _index, lat, end_times, errs, msgs, ns in done:
+        latencies.append(lat)
+        ends.append(end_times)
+        errors.update(errs)
+        messages.extend(msgs[: max(0, 5 - len(messages))])
+        notes.extend(ns)
+    all_lat = np.concatenate(latencies) if latencies else np.zeros(0)
+    all_ends = np.sort(np.concatenate(ends)) if ends else np.zeros(0)
+    samples = [(t - window_start, th, rss, fds) for t, th, rss, fds in sampler.samples]
+    client_threads = [(t - window_start, th) for t, th in sampler.client_threads]
+    return dict(
+        n=n, processes=processes, ready=ready, round_trips=int(all_lat.size), rate=all_lat.size / seconds,
+        p50_ms=1e3 * float(np.percentile(all_lat, 50)) if all_lat.size else float("nan"),
+        p99_ms=1e3 * float(np.percentile(all_lat, 99)) if all_lat.size else float("nan"),
+        errors=dict(errors), error_messages=messages, notes=notes, samples=samples, client_threads=client_threads,
+        sockets=sockets, ends=all_ends, stats=stats, seconds=seconds,
+        server_cpu=cpu.seconds.get("server", 0.0) / cpu.wall,
+        clients_cpu=sum(v for k, v in cpu.seconds.items() if k.startswith("client ")) / cpu.wall,
+        setup_s=setup_s, window_end_s=window_end - window_start, local_stream=local_stream, connection=connection,
+        real_learner=real_learner)
+
+
+# ------------------------------------------------------------------------------------------------ analysis
+
+
+def window_samples(result: dict) -> list:
+    """The server samples inside the measured window."""
+    return [s for s in result["samples"] if 0.0 <= s[0] <= result["seconds"]]
+
+
+def thread_stats(result: dict) -> dict:
+    """Server threads in the window: at its start, the most, at its end."""
+    s = window_samples(result)
+    if not s:
+        return dict(start=None, max=None, end=None)
+    return dict(start=s[0][1], max=max(x[1] for x in s), end=s[-1][1])
+
+
+def rss_growth(result: dict) -> tuple[float | None, float | None, float | None]:
+    """(RSS KiB at the window's middle, at its end, relative growth between them), None where not sampled."""
+    s = window_samples(result)
+    if len(s) < 2:
+        return None, None, None
+    half = result["seconds"] / 2
+    mid = min(s, key=lambda x: abs(x[0] - half))
+    end = s[-1]
+    if end[0] <= mid[0]:
+        return mid[2], end[2], None
+    return mid[2], end[2], (end[2] - mid[2]) / mid[2]
+
+
+def window_errors(result: dict) -> collections.Counter:
+    return collections.Counter({code: c for (phase, code), c in result["errors"].items() if phase == "window"})
+
+
+def setup_errors(result: dict) -> collections.Counter:
+    return collections.Counter({code: c for (phase, code), c in result["errors"].items() if phase != "window"})
+
+
+def _codes(counter: collections.Counter) -> str:
+    if not counter:
+        return "0"
+    return "<br>".join(f"{c} {code}" for code, c in counter.most_common())
+
+
+def _mib(kib_value) -> str:
+    return "n/a" if kib_value is None else f"{kib_value / 1024:.0f}"
+
+
+def results_table(results: list[dict]) -> str:
+    rows = []
+    for r in results:
+        th = thread_stats(r)
+        mid, end, growth = rss_growth(r)
+        client_max = max((t for _, t in r["client_threads"]), default=0)
+        socks = ", ".join(str(s) for s in r["sockets"])
+        rows.append((
+            r["n"], f"{r['ready']}/{r['n']}", _codes(setup_errors(r)), _codes(window_errors(r)),
+            f"{r['rate']:,.0f}", f"{r['p50_ms']:.2f} ms", f"{r['p99_ms']:.2f} ms",
+            f"{th['start']} / {th['max']}", f"{_mib(mid)} -> {_mib(end)}",
+            "n/a" if growth is None else f"{100 * growth:+.1f}%",
+            f"{r['stats'].get('mean_batch_rows', 0.0):.1f}", f"{100 * r['server_cpu']:.0f}%",
+            f"{100 * r['clients_cpu']:.0f}%", f"{r['processes']} / {client_max} / {socks}"))
+    return _common.markdown_table(
+        ["streams", "stepped", "errors before the window", "errors in the window", "round trips/s", "p50", "p99",
+         "server threads (start / max)", "server RSS MiB (mid -> end)", "RSS growth, 2nd half",
+         "mean batch rows", "server CPU", "clients CPU", "client procs / threads / sockets each"], rows)
+
+
+def rate_between(result: dict, t0: float, t1: float) -> float:
+    """Round trips per second that ended in (t0, t1] of the window."""
+    ends = result["ends"]
+    if t1 <= t0:
+        return float("nan")
+    count = np.searchsorted(ends, t1, side="right") - np.searchsorted(ends, t0, side="right")
+    return float(count) / (t1 - t0)
+
+
+def timeline_table(result: dict, rows: int = 10) -> str:
+    """Server threads, RSS and open files at about ``rows`` + 1 evenly spaced times of the window, with the rate of
+    the round trips that ended since the previous row."""
+    s = window_samples(result)
+    if not s:
+        return "(no samples)\n"
+    picks = []
+    for i in range(rows + 1):
+        t = result["seconds"] * i / rows
+        pick = min(s, key=lambda x: abs(x[0] - t))
+        if not picks or pick[0] > picks[-1][0]:
+            picks.append(pick)
+    out = []
+    previous = None
+    for t, threads, rss, fds in picks:
+        rate = rate_between(result, previous, t) if previous is not None else float("nan")
+        out.append((f"{t:.1f}", threads, f"{rss / 1024:.0f}", fds, "" if np.isnan(rate) else f"{rate:,.0f}"))
+        previous = t
+    return _common.markdown_table(["t (s)", "server threads", "server RSS MiB", "server open files",
+                                   "round trips/s since the row before"], out)
+
+
+def targets(results: list[dict]) -> tuple[str, list[tuple[str, str, bool | None]]]:
+    """The issue's targets: (a line saying which N were compared, [(target, measured, passed)])."""
+    by_n = {r["n"]: r for r in results}
+    big_n = 1000 if 1000 in by_n else max(by_n)
+    smaller = [n for n in by_n if n < big_n]
+    ref_n = 100 if 100 in smaller else (max(smaller) if smaller else None)
+    big = by_n[big_n]
+    line = f"Targets at N={big_n}" + (f" against N={ref_n}" if ref_n is not None else "")
+    if big_n != 1000 or ref_n not in (100, None):
+        line += " (the issue's targets are at N=1000 against N=100: this run did not measure those, so these rows " \
+                "only indicate)"
+    rows: list[tuple[str, str, bool | None]] = []
+    errs = big["errors"]
+    total = sum(errs.values())
+    in_window = sum(window_errors(big).values())
+    stepped = big["ready"] == big["n"]
+    rows.append((f"0 errors at N={big_n} for the whole window (and all {big_n} streams stepping)",
+                 f"{in_window} in the window, {total - in_window} while connecting; {big['ready']}/{big_n} stepped",
+                 in_window == 0 and stepped))
+    th = thread_stats(big)
+    if th["max"] is None:
+        rows.append((f"learner threads at N={big_n} <= {MAX_LEARNER_THREADS}", "not sampled", None))
+    else:
+        measured = f"{th['max']} at most"
+        if ref_n is not None and thread_stats(by_n[ref_n])["max"] is not None:
+            ref_max = thread_stats(by_n[ref_n])["max"]
+            measured += (f" (N={ref_n}: {ref_max}; {(th['max'] - ref_max) / (big_n - ref_n):.2f} more per added "
+                         f"stream)")
+        rows.append((f"learner threads bounded independent of N: <= {MAX_LEARNER_THREADS} at N={big_n}", measured,
+                     th["max"] <= MAX_LEARNER_THREADS))
+    if ref_n is not None:
+        ref = by_n[ref_n]
+        ratio = big["rate"] / ref["rate"] if ref["rate"] else float("nan")
+        rows.append((f"round trips/s at N={big_n} >= {MIN_RATE_RATIO:.0%} of N={ref_n}",
+                     f"{big['rate']:,.0f} / {ref['rate']:,.0f} = {ratio:.2f}", bool(ratio >= MIN_RATE_RATIO)))
+    else:
+        rows.append((f"round trips/s at N={big_n} >= {MIN_RATE_RATIO:.0%} of N=100", "no smaller N measured", None))
+    mid, end, growth = rss_growth(big)
+    rows.append((f"learner RSS growth over the second half < {MAX_RSS_GROWTH:.0%} at N={big_n}",
+                 "not sampled" if growth is None else f"{_mib(mid)} -> {_mib(end)} MiB ({100 * growth:+.1f}%)",
+                 None if growth is None else growth < MAX_RSS_GROWTH))
+    return line, rows
+
+
+def targets_table(results: list[dict]) -> str:
+    line, rows = targets(results)
+    verdict = {True: "**pass**", False: "**FAIL**", None: "n/a"}
+    return line + ":\n\n" + _common.markdown_table(
+        ["target", "measured", "result"], [(t, m, verdict[p]) for t, m, p in rows], align="llr")
+
+
+# ------------------------------------------------------------------------------------------------ main
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--streams", default="10,100,1000", help="comma-separated stream counts, e.g. 10,100,1000,2000")
+    parser.add_argument("--seconds", type=float, default=60.0, help="measured seconds per stream count")
+    parser.add_argument("--warmup", type=float, default=2.0, help="unmeasured seconds of stepping before")
+    parser.add_argument("--client_processes", type=int, default=4, help="processes the streams are spread over")
+    parser.add_argument("--local_stream", action="store_true",
+                        help="let the actors stream over the learner's same-host Unix socket (default: gRPC)")
+    parser.add_argument("--real_learner", action="store_true",
+                        help="serve with seed_rl's Learner (CartPole, tiny MLP, training) instead of zeros from numpy")
+    parser.add_argument("--connection", choices=("per_stream", "shared"), default="per_stream",
+                        help="one TCP connection per stream (as separate actor processes) or one per client process")
+    parser.add_argument("--env_step_ms", type=float, default=0.0, help="simulated env time per step")
+    parser.add_argument("--setup_timeout", type=float, default=None,
+                        help="seconds for every stream to connect and step once (default 30 + 0.1 N)")
+    parser.add_argument("--no_write", action="store_true", help="print only; leave RESULTS.md alone")
+    args = parser.parse_args(argv)
+    streams = [int(x) for x in args.streams.split(",") if x.strip()]
+    if not streams or min(streams) < 1:
+        parser.error("--streams needs positive stream counts")
+
+    load_before = _common.loadavg()
+    t_script = time.monotonic()
+    print(f"many_actors: streams {streams}, {args.seconds:g} s each, {args.client_processes} client processes, "
+          f"{'same-host socket' if args.local_stream else 'gRPC'}, "
+          f"{'real learner' if args.real_learner else 'numpy handler'}; load {load_before}", flush=True)
+    results = []
+    for n in streams:
+        r = run_streams(n, seconds=args.seconds, warmup=args.warmup, client_processes=args.client_processes,
+                        local_stream=args.local_stream, real_learner=args.real_learner, connection=args.connection,
+                        env_step_ms=args.env_step_ms, setup_timeout=args.setup_timeout)
+        th = thread_stats(r)
+        print(f"  N={n}: {r['rate']:,.0f} round trips/s, p50 {r['p50_ms']:.2f} ms, p99 {r['p99_ms']:.2f} ms, "
+              f"errors {sum(r['errors'].values())}, server threads max {th['max']} "
+              f"(setup {r['setup_s']:.1f} s)", flush=True)
+        for note in r["notes"]:
+            print(f"    note: {note}", flush=True)
+        results.append(r)
+
+    notes = [f"- N={r['n']}: {note}" for r in results for note in r["notes"]]
+    messages = [f"- N={r['n']}: `{m[:300]}`" for r in results for m in r["error_messages"][:3]]
+    big = max(results, key=lambda r: r["n"])
+    carrier = "the same-host Unix socket" if args.local_stream else "gRPC"
+    server_kind = ("`Learner` (CartPole specs, MLP 8, no LSTM, training thread on)" if args.real_learner
+                   else "`InferenceServer` answering zeros from numpy")
+    body = (
+        _common.run_facts(load_before)
+        + f"\nN simulated actors (1 env, a 4-float32 observation, closed loop, env time {args.env_step_ms:g} ms), "
+        f"each a `LearnerClient` thread with {'its own TCP connection' if args.connection == 'per_stream' else 'the connection of its process'}, "
+        f"spread over {args.client_processes} client processes, stream over {carrier} to a server process: "
+        f"{server_kind}, num_envs = N, env_batch_size 1, inference batch max(1, N // 2), max_batch_wait_ms "
+        f"{MAX_BATCH_WAIT_MS:g}, default thread pool (2 per task + 8). {args.warmup:g} s unmeasured, then "
+        f"{args.seconds:g} s measured per N; 127.0.0.1. Server threads / RSS / open files from "
+        f"`/proc/<server pid>/status` every {min(1.0, max(0.1, args.seconds / 30)):.2g} s; CPU over the window from "
+        f"`/proc/<pid>/stat` (100% = one core; the machine has {os.cpu_count()}); an actor that meets an "
+        f"error counts it and reconnects.\n\n"
+        + results_table(results)
+        + f"\nThe server process over the window at N={big['n']}:\n\n"
+        + timeline_table(big)
+        + "\n" + targets_table(results)
+        + "\nThe thread-pool server holds two threads per live gRPC stream (its pool thread and the stream's reader "
+        "thread), so its thread count grows with N by design; the thread target (and with it, on few cores, the "
+        "throughput target) waits for the server redesign.\n"
+        + ("\nLimits and other problems met:\n\n" + "\n".join(notes) + "\n" if notes else "")
+        + ("\nFirst error messages:\n\n" + "\n".join(messages) + "\n" if messages else "")
+    )
+    _common.report("many_actors", "Many actors: N streams against one learner", body, t_script,
+                   write=not args.no_write)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

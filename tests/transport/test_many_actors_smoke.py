@@ -1,0 +1,62 @@
+"""Smoke test of benchmarks/many_actors.py: its core function at a small N for a few seconds, nothing written.
+
+The benchmark starts a server process (InferenceServer with a numpy handler) and client processes whose threads
+are simulated actors over gRPC; here 100 streams in 2 client processes for 3 s, so that it stays well under 30 s on
+two loaded cores. It checks what the full run reports: no errors, a positive round-trip rate, latencies, and the
+server process's thread and RSS samples.
+"""
+
+import os
+import sys
+
+import pytest
+
+BENCHMARKS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "benchmarks")
+if BENCHMARKS not in sys.path:
+    sys.path.insert(0, BENCHMARKS)  # the benchmark imports its sibling _common; spawned processes inherit this
+
+import many_actors  # noqa: E402
+
+N = 100
+
+
+@pytest.fixture(scope="module")
+def result():
+    results_md = os.path.join(BENCHMARKS, "RESULTS.md")
+    before = os.stat(results_md).st_mtime_ns if os.path.exists(results_md) else None
+    r = many_actors.run_streams(N, seconds=3.0, warmup=0.5, client_processes=2, setup_timeout=20.0)
+    after = os.stat(results_md).st_mtime_ns if os.path.exists(results_md) else None
+    assert before == after, "the core function must not write RESULTS.md"
+    return r
+
+
+def test_every_stream_steps_without_errors(result):
+    assert result["ready"] == N, result["notes"]
+    assert result["errors"] == {}, (result["errors"], result["error_messages"])
+    assert result["notes"] == []
+
+
+def test_round_trips_and_latencies(result):
+    assert result["rate"] > 0 and result["round_trips"] > 0
+    assert 0 < result["p50_ms"] <= result["p99_ms"]
+    assert len(result["ends"]) == result["round_trips"]
+
+
+def test_server_thread_and_rss_samples(result):
+    samples = many_actors.window_samples(result)
+    assert len(samples) >= 3
+    assert all(threads > 0 and rss > 0 for _, threads, rss, _ in samples)
+    threads = many_actors.thread_stats(result)
+    assert 0 < threads["start"] <= threads["max"]
+    mid, end, growth = many_actors.rss_growth(result)
+    assert mid and end and growth is not None
+    # One TCP connection per stream, as separate actor processes would have.
+    assert sum(result["sockets"]) >= N
+
+
+def test_tables_render(result):
+    assert "| 100 | 100/100 |" in many_actors.results_table([result])
+    assert "server threads" in many_actors.timeline_table(result)
+    line, rows = many_actors.targets([result])
+    assert "N=100" in line and len(rows) == 4
+    assert rows[0][2] is True  # no errors
