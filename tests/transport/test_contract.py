@@ -526,6 +526,12 @@ def _object_dtype(m):
     ],
 )
 def test_malformed_message_is_refused_and_the_server_keeps_serving(cluster, corrupt, match):
+    _assert_refused_naming_the_problem(cluster, corrupt, match)
+
+
+def _assert_refused_naming_the_problem(cluster, corrupt, match):
+    """A good message changed by ``corrupt`` is refused with INVALID_ARGUMENT matching ``match``; the server
+    keeps serving."""
     handler = Handler()
     server = cluster.server(handler)
     session = cluster.client(server, task=0).info.session_id
@@ -740,16 +746,7 @@ def _overflowing_shape(field: str):
     ids=["obs-100-extra-dims", "reward-100-extra-dims", "obs-overflowing-count", "scalar-overflowing-count"],
 )
 def test_absurd_shapes_are_refused_naming_the_field(cluster, corrupt, match):
-    handler = Handler()
-    server = cluster.server(handler)
-    session = cluster.client(server, task=0).info.session_id
-    message = _good_message()
-    corrupt(message)
-    error = raw_stream(server, ((SESSION_METADATA_KEY, session),), [message], cluster.carrier)
-    assert isinstance(error, InvalidRequestError), error
-    assert error.code == grpc.StatusCode.INVALID_ARGUMENT
-    assert re.search(match, str(error)), str(error)
-    assert_server_still_serves(cluster, server, handler)
+    _assert_refused_naming_the_problem(cluster, corrupt, match)
 
 
 def test_stream_before_handshake_is_refused(cluster):
