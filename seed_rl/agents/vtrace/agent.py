@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from seed_rl.agents.vtrace.config import VTraceConfig
 from seed_rl.agents.vtrace.loss import compute_loss
-from seed_rl.networks import ActorCriticNetwork, ImpalaDeepTorso, ImpalaShallowTorso, MLPTorso, checkpoint_variables
+from seed_rl.networks import ActorCriticNetwork, orthogonal_init, ImpalaDeepTorso, ImpalaShallowTorso, MLPTorso, checkpoint_variables
 from seed_rl.ops.distributions import get_distribution
 from seed_rl.ops.specs import zeros_env_output
 from seed_rl.types import Agent, ArraySpec, EnvOutput, LossResult, ObservationSpec, QueueFeed, UpdateSchedule
@@ -75,6 +75,8 @@ class VTraceAgent:
                                      self.distribution.param_size(action_spec.num_values))
         self.entropy_cost = EntropyCost(config.entropy_cost, config.entropy_cost_adjustment_speed)
         self._build()
+        if config.initializer == "orthogonal":
+            orthogonal_init(self.network, seed=None)
 
     # -- Agent protocol --------------------------------------------------------------------------------------
     def initial_state(self, batch_size):

@@ -40,6 +40,11 @@ class VTraceConfig:
         "impala_deep", "impala_deep or impala_shallow (image observations; IMPALA's deep ResNet or its shallow "
         "2-conv network), or mlp (vector observations)."
     )
+    initializer: str = field(
+        "keras", "keras (glorot-uniform kernels, the Keras defaults) or orthogonal (OpenAI baselines' and CleanRL's "
+        "Atari init: orthogonal kernels with gain sqrt(2) in the torso, 0.01 on the policy head, 1 on the value head, "
+        "zero biases)."
+    )
     mlp_sizes: tuple = field((64, 64), "Hidden sizes of the MLP torso (mujoco/vtrace_main.py: 2 x 64).")
     separate_value_network: bool = field(
         False, "MLP only: give the value head its own torso (the original shares one)."
@@ -58,6 +63,8 @@ class VTraceConfig:
             raise ValueError(f"lr_schedule must be linear or constant, got {self.lr_schedule!r}")
         if self.network not in ("impala_deep", "impala_shallow", "mlp"):
             raise ValueError(f"network must be impala_deep, impala_shallow or mlp, got {self.network!r}")
+        if self.initializer not in ("keras", "orthogonal"):
+            raise ValueError(f"initializer must be keras or orthogonal, got {self.initializer!r}")
         if not 0.0 <= self.discounting <= 1.0:
             raise ValueError(f"discounting must be in [0, 1], got {self.discounting}")
         if not 0.0 <= self.lambda_ <= 1.0:
