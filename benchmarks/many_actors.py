@@ -22,13 +22,15 @@ the second half of the window. Then the issue's targets, pass/fail, with ratios 
 * round trips/s at N=1000 at least 80% of those at N=100;
 * RSS growth under 5% over the second half of the window.
 
-Today's thread-pool server holds two threads per live gRPC stream (the pool thread that answers it and its reader
-thread), so it is expected to fail the thread target, and probably the throughput one; the script says so rather
-than hiding it. Loopback only (127.0.0.1); every run is bounded in time and stops by itself.
+``--server_kind`` picks the gRPC server's concurrency design (``InferenceServer(server_kind=...)``): ``threads``
+(a thread pool: two threads per live gRPC stream, its pool thread and the stream's reader thread), ``aio``
+(grpc.aio: every stream a coroutine on one event loop thread), or ``both``, which measures every N with each kind
+in the same run and reports the targets per kind. Loopback only (127.0.0.1); every run is bounded in time and stops
+by itself.
 
 Run:  python benchmarks/many_actors.py [--streams=10,100,1000] [--seconds=60] [--client_processes=4]
-      [--real_learner] [--local_stream] [--no_write]
-The issue's target run:  python benchmarks/many_actors.py --streams=100,1000 --seconds=600
+      [--server_kind=threads|aio|both] [--real_learner] [--local_stream] [--no_write]
+The issue's target run:  python benchmarks/many_actors.py --streams=100,1000 --seconds=600 --server_kind=aio
 Writes its section of benchmarks/RESULTS.md (``--no_write``: print only).
 """
 
@@ -166,7 +168,7 @@ def trivial_handler(step_batch: StepBatch) -> np.ndarray:
     return np.zeros(len(step_batch.env_ids), np.int32)
 
 
-def _server_main(conn, n: int, local_stream: bool, real_learner: bool) -> None:
+def _server_main(conn, n: int, local_stream: bool, real_learner: bool, server_kind: str) -> None:
     """The learner-side process: serves until told to stop; answers "stats" with server.stats()."""
     import logging
 
@@ -188,7 +190,8 @@ def _server_main(conn, n: int, local_stream: bool, real_learner: bool) -> None:
                 run=replace(config.run, logdir=tmp.name, num_actors=n, env_batch_size=1,
                             server_address="127.0.0.1:0", max_batch_wait_ms=MAX_BATCH_WAIT_MS,
                             local_stream=local_stream, save_checkpoint_secs=1e9, summary_period_secs=1e9,
-                            total_environment_frames=10**12, target_return=0.0, tf_intra_op_threads=1),
+                            total_environment_frames=10**12, target_return=0.0, tf_intra_op_threads=1,
+                            grpc_server=server_kind),
                 agent=replace(config.agent, network="mlp", mlp_sizes=(8,), lstm_size=0))
             learner = Learner(config, status_stream=open(os.devnull, "w"))  # lives as long as the process
             port = learner.start()
@@ -209,7 +212,7 @@ def _server_main(conn, n: int, local_stream: bool, real_learner: bool) -> None:
             server = InferenceServer(
                 "127.0.0.1:0", trivial_handler, num_envs=n, env_batch_size=1, observation_spec=OBS_SPEC,
                 action_spec=ACTION_SPEC, config_json="{}", inference_batch_size=auto_inference_batch_size(n, 1),
-                max_batch_wait_ms=MAX_BATCH_WAIT_MS, local_stream=local_stream)
+                max_batch_wait_ms=MAX_BATCH_WAIT_MS, local_stream=local_stream, server_kind=server_kind)
             port = server.start()
         conn.send(("ready", port, os.getpid(), limit, note))
         while True:
@@ -402,7 +405,7 @@ def _collect(results, kind: str, clients: list, deadline: float, notes: list[str
 def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes: int = 4,
                 local_stream: bool = False, real_learner: bool = False, connection: str = "per_stream",
                 env_step_ms: float = 0.0, setup_timeout: float | None = None,
-                sample_period: float | None = None) -> dict:
+                sample_period: float | None = None, server_kind: str = "threads") -> dict:
     """Runs N streams for ``warmup`` + ``seconds`` and returns the measurements (see the module docstring).
 
     The result's keys: n, processes, ready, rate, p50_ms, p99_ms, round_trips, errors ({(phase, code): count},
@@ -421,7 +424,7 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
     t_begin = time.time()
 
     parent_conn, child_conn = ctx.Pipe()
-    server = ctx.Process(target=_server_main, args=(child_conn, n, local_stream, real_learner), daemon=True,
+    server = ctx.Process(target=_server_main, args=(child_conn, n, local_stream, real_learner, server_kind), daemon=True,
                          name="many_actors-server")
     server.start()
     clients: list = []
@@ -520,7 +523,7 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
         server_cpu=cpu.seconds.get("server", 0.0) / cpu.wall,
         clients_cpu=sum(v for k, v in cpu.seconds.items() if k.startswith("client ")) / cpu.wall,
         setup_s=setup_s, window_end_s=window_end - window_start, local_stream=local_stream, connection=connection,
-        real_learner=real_learner)
+        real_learner=real_learner, server_kind=server_kind)
 
 
 # ------------------------------------------------------------------------------------------------ analysis
@@ -578,14 +581,14 @@ def results_table(results: list[dict]) -> str:
         client_max = max((t for _, t in r["client_threads"]), default=0)
         socks = ", ".join(str(s) for s in r["sockets"])
         rows.append((
-            r["n"], f"{r['ready']}/{r['n']}", _codes(setup_errors(r)), _codes(window_errors(r)),
+            r["server_kind"], r["n"], f"{r['ready']}/{r['n']}", _codes(setup_errors(r)), _codes(window_errors(r)),
             f"{r['rate']:,.0f}", f"{r['p50_ms']:.2f} ms", f"{r['p99_ms']:.2f} ms",
             f"{th['start']} / {th['max']}", f"{_mib(mid)} -> {_mib(end)}",
             "n/a" if growth is None else f"{100 * growth:+.1f}%",
             f"{r['stats'].get('mean_batch_rows', 0.0):.1f}", f"{100 * r['server_cpu']:.0f}%",
             f"{100 * r['clients_cpu']:.0f}%", f"{r['processes']} / {client_max} / {socks}"))
     return _common.markdown_table(
-        ["streams", "stepped", "errors before the window", "errors in the window", "round trips/s", "p50", "p99",
+        ["server", "streams", "stepped", "errors before the window", "errors in the window", "round trips/s", "p50", "p99",
          "server threads (start / max)", "server RSS MiB (mid -> end)", "RSS growth, 2nd half",
          "mean batch rows", "server CPU", "clients CPU", "client procs / threads / sockets each"], rows)
 
@@ -690,6 +693,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env_step_ms", type=float, default=0.0, help="simulated env time per step")
     parser.add_argument("--setup_timeout", type=float, default=None,
                         help="seconds for every stream to connect and step once (default 30 + 0.1 N)")
+    parser.add_argument("--server_kind", choices=("threads", "aio", "both"), default="both",
+                        help="the gRPC server's concurrency design; both: each N with each kind, in this run")
     parser.add_argument("--no_write", action="store_true", help="print only; leave RESULTS.md alone")
     args = parser.parse_args(argv)
     streams = [int(x) for x in args.streams.split(",") if x.strip()]
@@ -701,22 +706,23 @@ def main(argv: list[str] | None = None) -> int:
     print(f"many_actors: streams {streams}, {args.seconds:g} s each, {args.client_processes} client processes, "
           f"{'same-host socket' if args.local_stream else 'gRPC'}, "
           f"{'real learner' if args.real_learner else 'numpy handler'}; load {load_before}", flush=True)
+    kinds = ["threads", "aio"] if args.server_kind == "both" else [args.server_kind]
     results = []
-    for n in streams:
+    for n, kind in [(n, kind) for n in streams for kind in kinds]:
         r = run_streams(n, seconds=args.seconds, warmup=args.warmup, client_processes=args.client_processes,
                         local_stream=args.local_stream, real_learner=args.real_learner, connection=args.connection,
-                        env_step_ms=args.env_step_ms, setup_timeout=args.setup_timeout)
+                        env_step_ms=args.env_step_ms, setup_timeout=args.setup_timeout, server_kind=kind)
         th = thread_stats(r)
-        print(f"  N={n}: {r['rate']:,.0f} round trips/s, p50 {r['p50_ms']:.2f} ms, p99 {r['p99_ms']:.2f} ms, "
+        print(f"  {kind} N={n}: {r['rate']:,.0f} round trips/s, p50 {r['p50_ms']:.2f} ms, p99 {r['p99_ms']:.2f} ms, "
               f"errors {sum(r['errors'].values())}, server threads max {th['max']} "
               f"(setup {r['setup_s']:.1f} s)", flush=True)
         for note in r["notes"]:
             print(f"    note: {note}", flush=True)
         results.append(r)
 
-    notes = [f"- N={r['n']}: {note}" for r in results for note in r["notes"]]
-    messages = [f"- N={r['n']}: `{m[:300]}`" for r in results for m in r["error_messages"][:3]]
-    big = max(results, key=lambda r: r["n"])
+    notes = [f"- {r['server_kind']} N={r['n']}: {note}" for r in results for note in r["notes"]]
+    messages = [f"- {r['server_kind']} N={r['n']}: `{m[:300]}`" for r in results for m in r["error_messages"][:3]]
+    per_kind = {kind: [r for r in results if r["server_kind"] == kind] for kind in kinds}
     carrier = "the same-host Unix socket" if args.local_stream else "gRPC"
     server_kind = ("`Learner` (CartPole specs, MLP 8, no LSTM, training thread on)" if args.real_learner
                    else "`InferenceServer` answering zeros from numpy")
@@ -726,18 +732,17 @@ def main(argv: list[str] | None = None) -> int:
         f"each a `LearnerClient` thread with {'its own TCP connection' if args.connection == 'per_stream' else 'the connection of its process'}, "
         f"spread over {args.client_processes} client processes, stream over {carrier} to a server process: "
         f"{server_kind}, num_envs = N, env_batch_size 1, inference batch max(1, N // 2), max_batch_wait_ms "
-        f"{MAX_BATCH_WAIT_MS:g}, default thread pool (2 per task + 8). {args.warmup:g} s unmeasured, then "
+        f"{MAX_BATCH_WAIT_MS:g}; gRPC server {' and '.join(f'`{k}`' for k in kinds)} (threads: the default pool, 2 "
+        f"per task + 8; aio: one event loop thread). {args.warmup:g} s unmeasured, then "
         f"{args.seconds:g} s measured per N; 127.0.0.1. Server threads / RSS / open files from "
         f"`/proc/<server pid>/status` every {min(1.0, max(0.1, args.seconds / 30)):.2g} s; CPU over the window from "
         f"`/proc/<pid>/stat` (100% = one core; the machine has {os.cpu_count()}); an actor that meets an "
         f"error counts it and reconnects.\n\n"
         + results_table(results)
-        + f"\nThe server process over the window at N={big['n']}:\n\n"
-        + timeline_table(big)
-        + "\n" + targets_table(results)
-        + "\nThe thread-pool server holds two threads per live gRPC stream (its pool thread and the stream's reader "
-        "thread), so its thread count grows with N by design; the thread target (and with it, on few cores, the "
-        "throughput target) waits for the server redesign.\n"
+        + "".join(
+            f"\n`{kind}`: the server process over the window at N={big['n']}:\n\n" + timeline_table(big)
+            + f"\n`{kind}`: " + targets_table(rs)
+            for kind, rs in per_kind.items() for big in [max(rs, key=lambda r: r["n"])])
         + ("\nLimits and other problems met:\n\n" + "\n".join(notes) + "\n" if notes else "")
         + ("\nFirst error messages:\n\n" + "\n".join(messages) + "\n" if messages else "")
     )

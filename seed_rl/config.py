@@ -85,6 +85,11 @@ def auto_inference_batch_size(num_envs: int, env_batch_size: int) -> int:
     return max(env_batch_size, num_envs // 2)
 
 
+AUTO_GRPC_SERVER_MAX_THREAD_TASKS = 64
+"""``grpc_server="auto"`` serves up to this many actor tasks with the thread pool (2 threads each), more with
+grpc.aio (benchmarks/many_actors.py measured both; docs/transport.md, "Server concurrency")."""
+
+
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
     """The SEED machinery: how many actors and envs, batching, unrolls, budget, checkpoints."""
@@ -156,6 +161,12 @@ class RunConfig:
         "and sends nothing for this many seconds (the actor then reconnects); a healthy actor sends a step every "
         "few milliseconds. <= 0: never. Keeps idle or abandoned streams from holding the learner's threads."
     )
+    grpc_server: str = field(
+        "auto", "How the learner's gRPC server runs the actors' streams: threads (a thread pool, two threads per "
+        "actor task; the fastest up to a few dozen actors), aio (grpc.aio, one event loop thread for every stream; "
+        "its thread count does not grow with the actors) or auto (threads up to "
+        "AUTO_GRPC_SERVER_MAX_THREAD_TASKS actor tasks, aio beyond; docs/transport.md, \"Server concurrency\")."
+    )
     fast_inference_call: bool = field(
         True, "Call the compiled inference step through TensorFlow's internal flat-call path and, on a CPU-only "
         "learner, its single-threaded executor (less Python per call, see benchmarks/RESULTS.md); off: the public "
@@ -174,6 +185,14 @@ class RunConfig:
         return auto_inference_batch_size(self.resolved_num_envs, self.env_batch_size)
 
     @property
+    def resolved_grpc_server(self) -> str:
+        """The server kind "auto" stands for, given the number of actor tasks."""
+        if self.grpc_server != "auto":
+            return self.grpc_server
+        tasks = self.resolved_num_envs // self.env_batch_size
+        return "threads" if tasks <= AUTO_GRPC_SERVER_MAX_THREAD_TASKS else "aio"
+
+    @property
     def resolved_unroll_queue_size(self) -> int:
         return self.unroll_queue_size or self.batch_size
 
@@ -185,6 +204,8 @@ class RunConfig:
                              "and tls_key_file too")
         if self.num_actors < 1 or self.env_batch_size < 1:
             raise ValueError("num_actors and env_batch_size must be >= 1")
+        if self.grpc_server not in ("auto", "threads", "aio"):
+            raise ValueError(f"grpc_server must be auto, threads or aio, got {self.grpc_server!r}")
         if self.actor_env_groups < 1:
             raise ValueError(f"actor_env_groups must be >= 1, got {self.actor_env_groups}")
         if self.num_envs and self.num_envs < self.num_actors * self.env_batch_size:

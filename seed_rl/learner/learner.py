@@ -138,7 +138,7 @@ class Learner:
             observation_spec=observation_spec, action_spec=action_spec, config_json=public_json,
             inference_batch_size=run.resolved_inference_batch_size, max_batch_wait_ms=run.max_batch_wait_ms,
             wait_for_full_batch=run.wait_for_full_batch, auth_token=run.auth_token,
-            local_stream=run.local_stream,
+            local_stream=run.local_stream, server_kind=run.resolved_grpc_server,
             stream_idle_timeout_s=run.stream_idle_timeout_s,
             server_credentials=tls_lib.server_credentials(run.tls_cert_file, run.tls_key_file))
 
@@ -249,7 +249,7 @@ class Learner:
             self.start()
         resumed = f", resumed from {self.restored_from}" if self.restored_from else ""
         print(f"seed_rl learner: {self.config.agent_name} on {self.config.env.family}:{self.config.env.name}, "
-              f"{self.num_envs} envs, listening on port {self.port}, run directory {run.logdir}{resumed}",
+              f"{self.num_envs} envs, listening on port {self.port} ({self.server.server_kind} gRPC server), run directory {run.logdir}{resumed}",
               flush=True)
         frame_rate = summaries_lib.RateMeter(self.env_frames)
         step_rate = summaries_lib.RateMeter(float(self.policy_version.numpy()))

@@ -36,6 +36,7 @@ import grpc
 from seed_rl.protos import MAX_MESSAGE_BYTES, REASON_METADATA_KEY, codec
 from seed_rl.protos import seed_rl_pb2 as pb
 from seed_rl.protos import seed_rl_pb2_grpc as pb_grpc
+from seed_rl.transport.aio_server import AioLoop, AioServicer
 from seed_rl.transport.batcher import DynamicBatcher, Handler
 from seed_rl.transport.local import local_stream_supported
 from seed_rl.transport.local_server import LocalStreamServer
@@ -53,7 +54,11 @@ from seed_rl.types import ArraySpec, ObservationSpec
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["SERVER_OPTIONS", "InferenceServer", "validate_step_batch"]
+__all__ = ["SERVER_KINDS", "SERVER_OPTIONS", "InferenceServer", "validate_step_batch"]
+
+SERVER_KINDS = ("threads", "aio")
+"""How the gRPC server runs its streams: "threads" (a worker thread and a reader thread per live stream) or "aio"
+(grpc.aio: every stream a coroutine on one event loop thread)."""
 
 _log = logging.getLogger(__name__)
 
@@ -203,7 +208,9 @@ class InferenceServer:
       config_json: the resolved configuration, returned in the handshake.
       inference_batch_size, max_batch_wait_ms, wait_for_full_batch: the batching rule (see the batcher).
       auth_token: when non-empty, actors must present it (handshake field and stream metadata).
-      max_workers: worker threads; each live gRPC stream holds one. Default: 2 per task + 8. A task has at most 2
+      server_kind: "threads" or "aio" (see ``SERVER_KINDS``); the same contract either way. "aio" keeps the
+        learner's thread count independent of the number of actors (docs/transport.md, "Server concurrency").
+      max_workers: "threads" only: worker threads; each live gRPC stream holds one. Default: 2 per task + 8. A task has at most 2
         live streams (its actor's, and a predecessor's that is still open, see ``SessionCore.attach_stream``),
         and gRPC streams beyond ``max_workers - 8`` are refused at once (RESOURCE_EXHAUSTED), so 8 threads are
         always free for handshakes and for streams that are opening. At least 9.
@@ -229,6 +236,7 @@ class InferenceServer:
         max_batch_wait_ms: float,
         wait_for_full_batch: bool = False,
         auth_token: str = "",
+        server_kind: str = "threads",
         max_workers: int | None = None,
         server_credentials: grpc.ServerCredentials | None = None,
         local_stream: bool = True,
@@ -256,6 +264,9 @@ class InferenceServer:
         self._max_batch_wait_ms = float(max_batch_wait_ms)
         self._wait_for_full_batch = bool(wait_for_full_batch)
         self._auth_token = auth_token
+        if server_kind not in SERVER_KINDS:
+            raise ValueError(f"server_kind must be one of {', '.join(SERVER_KINDS)}, got {server_kind!r}")
+        self._server_kind = server_kind
         num_tasks = self._num_envs // self._env_batch_size
         self._max_workers = max_workers or 2 * num_tasks + _HANDSHAKE_THREADS
         if self._max_workers <= _HANDSHAKE_THREADS:
@@ -268,9 +279,10 @@ class InferenceServer:
         self._credentials = server_credentials
         self._local_stream = bool(local_stream)
         self._local: LocalStreamServer | None = None  # while serving
-        self._server: grpc.Server | None = None
+        self._server: grpc.Server | grpc.aio.Server | None = None
+        self._aio: AioLoop | None = None  # the event loop of the "aio" kind, while serving
         self._core: SessionCore | None = None
-        self._servicer: _Servicer | None = None
+        self._servicer: _Servicer | AioServicer | None = None
         self._port: int | None = None
 
     @property
@@ -297,8 +309,54 @@ class InferenceServer:
             config_json=self._config_json,
             auth_token=self._auth_token,
             stream_idle_timeout_s=self._stream_idle_timeout_s,
-            max_grpc_streams=self._max_workers - _HANDSHAKE_THREADS,
+            # The thread pool has a thread per live stream; the event loop has no such limit (the per-task rule
+            # of attach_stream bounds the streams to 2 per task).
+            max_grpc_streams=self._max_workers - _HANDSHAKE_THREADS if self._server_kind == "threads" else None,
         )
+        if self._local_stream and local_stream_supported():
+            # Before gRPC serves, so that every handshake offers it.
+            self._local = LocalStreamServer(core)
+            core.set_local_stream_address(self._local.address)
+        try:
+            if self._server_kind == "aio":
+                aio = AioLoop()
+                try:
+                    server, servicer, port = aio.run(self._start_aio(core))
+                except BaseException:
+                    aio.close()
+                    raise
+                self._aio = aio
+            else:
+                server, servicer, port = self._start_threads(core)
+        except BaseException:
+            batcher.stop()
+            core.stop()
+            if self._local is not None:
+                self._local.stop()
+                self._local = None
+            raise
+        self._server, self._core, self._servicer, self._port = server, core, servicer, port
+        _log.info(
+            "inference server (%s) listening on port %d%s",
+            self._server_kind,
+            port,
+            f" and {self._local.address}" if self._local is not None else "",
+        )
+        return port
+
+    def _bind(self, server: grpc.Server | grpc.aio.Server) -> int:
+        try:
+            if self._credentials is None:
+                port = server.add_insecure_port(self._address)
+            else:
+                port = server.add_secure_port(self._address, self._credentials)
+        except RuntimeError as e:
+            raise OSError(f"cannot listen on {self._address}: {e}") from e
+        if port == 0:
+            raise OSError(f"cannot listen on {self._address} (address in use or invalid)")
+        return port
+
+    def _start_threads(self, core: SessionCore) -> tuple[grpc.Server, _Servicer, int]:
         servicer = _Servicer(core)
         server = grpc.server(
             concurrent.futures.ThreadPoolExecutor(
@@ -307,30 +365,21 @@ class InferenceServer:
             options=SERVER_OPTIONS,
         )
         pb_grpc.add_LearnerServicer_to_server(servicer, server)
-        try:
-            if self._credentials is None:
-                port = server.add_insecure_port(self._address)
-            else:
-                port = server.add_secure_port(self._address, self._credentials)
-        except RuntimeError as e:
-            batcher.stop()
-            core.stop()
-            raise OSError(f"cannot listen on {self._address}: {e}") from e
-        if port == 0:
-            batcher.stop()
-            core.stop()
-            raise OSError(f"cannot listen on {self._address} (address in use or invalid)")
-        if self._local_stream and local_stream_supported():
-            self._local = LocalStreamServer(core)
-            core.set_local_stream_address(self._local.address)
+        port = self._bind(server)
         server.start()
-        self._server, self._core, self._servicer, self._port = server, core, servicer, port
-        _log.info(
-            "inference server listening on port %d%s",
-            port,
-            f" and {self._local.address}" if self._local is not None else "",
-        )
-        return port
+        return server, servicer, port
+
+    async def _start_aio(self, core: SessionCore) -> tuple[grpc.aio.Server, AioServicer, int]:
+        servicer = AioServicer(core)
+        server = grpc.aio.server(options=SERVER_OPTIONS)
+        pb_grpc.add_LearnerServicer_to_server(servicer, server)
+        port = self._bind(server)
+        await server.start()
+        return server, servicer, port
+
+    @property
+    def server_kind(self) -> str:
+        return self._server_kind
 
     @property
     def local_stream_address(self) -> str:
@@ -354,7 +403,15 @@ class InferenceServer:
             core.inflight_cond
         ):  # let the failed calls hand their status to gRPC before it cancels the rest
             core.inflight_cond.wait_for(lambda: core.inflight == 0, timeout=1.0)
-        server.stop(_DEFAULT_GRACE_S if grace is None else grace).wait()
+        grace = _DEFAULT_GRACE_S if grace is None else grace
+        if self._aio is not None:
+            try:
+                self._aio.run(server.stop(grace), timeout=grace + 5.0)  # type: ignore[arg-type]
+            finally:
+                self._aio.close()
+                self._aio = None
+        else:
+            server.stop(grace).wait()  # type: ignore[union-attr]
         if self._local is not None:
             self._local.stop()
             self._local = None

@@ -130,18 +130,20 @@ def wait_until(predicate, what: str, timeout: float = LIVENESS_S) -> None:
         time.sleep(0.005)
 
 
-@pytest.fixture(params=["local", "grpc"])
+@pytest.fixture(params=["local", "grpc", "aio"])
 def cluster(request):
     """Factory for servers and clients on 127.0.0.1:0, all stopped/closed at teardown.
 
-    Every test runs twice: its clients stream over the same-host Unix socket ("local") and over the gRPC
-    ``Stream`` ("grpc"); the servers offer both, as the learner does.
+    Every test runs three times: its clients stream over the same-host Unix socket ("local"), over the gRPC
+    ``Stream`` of the thread-pool server ("grpc") and over the gRPC ``Stream`` of the grpc.aio server ("aio",
+    whose carrier is also "grpc"); the servers offer both carriers, as the learner does.
     """
     servers: list[InferenceServer] = []
     clients: list[LearnerClient] = []
 
     class Cluster:
-        carrier = request.param
+        carrier = "grpc" if request.param == "aio" else request.param
+        server_kind = "aio" if request.param == "aio" else "threads"
 
         def server(self, handler=None, **overrides) -> InferenceServer:
             kwargs = {
@@ -152,6 +154,7 @@ def cluster(request):
                 "config_json": '{"run": {"num_actors": 4}}',
                 "inference_batch_size": 4,
                 "max_batch_wait_ms": 5.0,
+                "server_kind": self.server_kind,
             }
             kwargs.update(overrides)
             address = kwargs.pop("address", "127.0.0.1:0")
@@ -1229,8 +1232,8 @@ def test_a_task_keeps_at_most_two_live_streams(cluster):
 
 
 def test_grpc_streams_beyond_the_thread_budget_are_refused_at_once(cluster):
-    if cluster.carrier != "grpc":
-        pytest.skip("the limit is on gRPC streams, which hold the server's worker threads")
+    if cluster.carrier != "grpc" or cluster.server_kind != "threads":
+        pytest.skip("the limit is on the thread-pool server's gRPC streams, which hold its worker threads")
     # 9 workers keep 8 for handshakes: one gRPC stream at a time.
     server = cluster.server(max_workers=9)
     first = cluster.client(server, task=0)

@@ -1,8 +1,8 @@
 """Smoke test of benchmarks/many_actors.py: its core function at a small N for a few seconds, nothing written.
 
 The benchmark starts a server process (InferenceServer with a numpy handler) and client processes whose threads
-are simulated actors over gRPC; here 100 streams in 2 client processes for 3 s, so that it stays well under 30 s on
-two loaded cores. It checks what the full run reports: no errors, a positive round-trip rate, latencies, and the
+are simulated actors over gRPC; here 100 streams in 2 client processes for 3 s, once per server kind (thread pool,
+grpc.aio), so that it stays well under a minute on two loaded cores. It checks what the full run reports: no errors, a positive round-trip rate, latencies, and the
 server process's thread and RSS samples.
 """
 
@@ -20,11 +20,12 @@ import many_actors  # noqa: E402
 N = 100
 
 
-@pytest.fixture(scope="module")
-def result():
+@pytest.fixture(scope="module", params=["threads", "aio"])
+def result(request):
     results_md = os.path.join(BENCHMARKS, "RESULTS.md")
     before = os.stat(results_md).st_mtime_ns if os.path.exists(results_md) else None
-    r = many_actors.run_streams(N, seconds=3.0, warmup=0.5, client_processes=2, setup_timeout=20.0)
+    r = many_actors.run_streams(N, seconds=3.0, warmup=0.5, client_processes=2, setup_timeout=20.0,
+                                server_kind=request.param)
     after = os.stat(results_md).st_mtime_ns if os.path.exists(results_md) else None
     assert before == after, "the core function must not write RESULTS.md"
     return r
@@ -55,8 +56,17 @@ def test_server_thread_and_rss_samples(result):
 
 
 def test_tables_render(result):
-    assert "| 100 | 100/100 |" in many_actors.results_table([result])
+    assert f"| {result['server_kind']} | 100 | 100/100 |" in many_actors.results_table([result])
     assert "server threads" in many_actors.timeline_table(result)
     line, rows = many_actors.targets([result])
     assert "N=100" in line and len(rows) == 4
     assert rows[0][2] is True  # no errors
+
+
+def test_the_aio_server_holds_no_thread_per_stream(result):
+    """The thread pool holds two threads per stream (2N + a dozen); grpc.aio's count does not grow with N."""
+    threads = many_actors.thread_stats(result)["max"]
+    if result["server_kind"] == "threads":
+        assert threads >= 2 * N
+    else:
+        assert threads <= many_actors.MAX_LEARNER_THREADS

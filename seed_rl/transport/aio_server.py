@@ -1,0 +1,190 @@
+"""The ``seed_rl.v1.Learner`` service on grpc.aio: one event loop thread serves every gRPC stream.
+
+The thread-pool servicer (seed_rl/transport/server.py) holds a worker thread and a reader thread per live stream,
+so a learner with N actors runs about 2N threads. This servicer runs every handshake and stream as a coroutine on
+one asyncio loop (its own thread, :class:`AioLoop`), so the learner's thread count does not grow with the number
+of actors. Both servicers keep the same contract through the same :class:`~seed_rl.transport.session.SessionCore`:
+validation, the per-session stream rules, the idle timeout, read-ahead, answers in arrival order, statuses.
+:class:`~seed_rl.transport.server.InferenceServer` picks one with ``server_kind`` (docs/transport.md, "Server
+concurrency" has the measurements).
+
+Imports no TensorFlow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import logging
+import threading
+from collections.abc import AsyncIterator, Coroutine
+from typing import Any, TypeVar
+
+import grpc
+
+from seed_rl.protos import REASON_METADATA_KEY
+from seed_rl.protos import seed_rl_pb2 as pb
+from seed_rl.protos import seed_rl_pb2_grpc as pb_grpc
+from seed_rl.transport.session import MAX_READ_AHEAD, Refusal, SessionCore, StreamHandle
+
+__all__ = ["AioLoop", "AioServicer"]
+
+_log = logging.getLogger(__name__)
+
+_END = object()
+_T = TypeVar("_T")
+
+
+class AioLoop:
+    """An asyncio event loop running in a daemon thread; :meth:`run` executes a coroutine on it and waits."""
+
+    def __init__(self, name: str = "seed_rl-grpc-aio") -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def run(self, coroutine: Coroutine[Any, Any, _T], timeout: float | None = None) -> _T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+
+    def close(self) -> None:
+        """Stops the loop (after the coroutines it runs now) and waits for its thread."""
+        if self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(5.0)
+        if not self._thread.is_alive():
+            self.loop.close()
+
+
+class AioServicer(pb_grpc.LearnerServicer):
+    """The grpc.aio servicer: every stream is a coroutine, no thread is held per stream."""
+
+    def __init__(self, core: SessionCore) -> None:
+        self._core = core
+        self.active_streams = 0  # changed on the loop thread only; read anywhere
+
+    @staticmethod
+    async def _abort(context: grpc.aio.ServicerContext, refusal: Refusal) -> None:
+        await context.abort(
+            refusal.code, refusal.details, trailing_metadata=((REASON_METADATA_KEY, refusal.reason),)
+        )
+
+    async def Handshake(
+        self, request: pb.HandshakeRequest, context: grpc.aio.ServicerContext
+    ) -> pb.HandshakeResponse:
+        try:
+            return self._core.handshake(request)
+        except Refusal as refusal:
+            await self._abort(context, refusal)
+            raise  # unreachable: context.abort raises
+
+    async def Stream(
+        self, request_iterator: AsyncIterator[pb.StepBatch], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.ActionBatch]:
+        """Answers the stream's messages in arrival order with up to ``MAX_READ_AHEAD`` of them in flight.
+
+        A reader task takes messages off the stream and queues them with the batcher at once; this coroutine
+        awaits their answers in order. The session core may end the stream from any thread (a newer stream of
+        the session, the idle watchdog): ``end`` hands that to the loop, which withdraws what is unanswered.
+        """
+        core = self._core
+        loop = asyncio.get_running_loop()
+        outstanding: collections.deque[concurrent.futures.Future] = collections.deque()
+        results: asyncio.Queue = asyncio.Queue()  # futures in arrival order, then _END or a Refusal
+        room = asyncio.Semaphore(MAX_READ_AHEAD)
+        state: dict[str, Any] = {"closed": False, "ended": None}
+        stream: StreamHandle | None = None
+        reader: asyncio.Task | None = None
+
+        def close() -> None:
+            """Withdraws every unanswered request; idempotent; on the loop thread."""
+            if state["closed"]:
+                return
+            state["closed"] = True
+            doomed = list(outstanding)
+            outstanding.clear()
+            for future in doomed:
+                future.cancel()
+            if doomed:
+                core.add_inflight(-len(doomed))
+            room.release()  # a reader waiting for room wakes, sees `closed` and ends
+
+        def end_on_loop(refusal: Refusal) -> None:
+            state["ended"] = refusal
+            results.put_nowait(refusal)  # wakes the answering loop if it waits for the next item
+            close()  # and if it waits for an answer, that answer is cancelled
+
+        def end(refusal: Refusal) -> None:
+            """Called by the session core, from any thread: the stream ends with ``refusal``."""
+            try:
+                loop.call_soon_threadsafe(end_on_loop, refusal)
+            except RuntimeError:  # the loop is closed: the server stopped, the stream is gone already
+                pass
+
+        async def read() -> None:
+            assert stream is not None
+            try:
+                async for message in request_iterator:
+                    stream.touch()
+                    await room.acquire()
+                    if state["closed"]:
+                        return
+                    future = core.submit(session, message, stream)  # raises Refusal for a refused message
+                    if state["closed"]:
+                        future.cancel()
+                        return
+                    outstanding.append(future)
+                    core.add_inflight(1)
+                    results.put_nowait(future)
+                results.put_nowait(_END)
+            except Refusal as refusal:
+                results.put_nowait(refusal)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - the RPC ended (cancelled, client gone): nothing to answer
+                results.put_nowait(_END)
+
+        self.active_streams += 1
+        try:
+            session = core.open_stream(context.invocation_metadata())
+            stream = core.attach_stream(session, "grpc", end, lambda: bool(outstanding))
+            reader = asyncio.create_task(read())
+            while True:
+                item = await results.get()
+                if item is _END:
+                    return
+                if isinstance(item, Refusal):
+                    raise item
+                try:
+                    actions = await asyncio.wrap_future(item)
+                except asyncio.CancelledError:
+                    if not item.cancelled():
+                        raise  # the RPC itself was cancelled (the client went away)
+                    if state["ended"] is not None:
+                        raise state["ended"] from None
+                    return  # withdrawn: the actor is gone; nobody to answer
+                except BaseException as e:  # noqa: BLE001 - reported to the actor as a status
+                    raise core.abort_for(e) from None
+                finally:
+                    stream.touch()  # before the answer leaves `outstanding`: the stream never looks idle early
+                    if not state["closed"] and outstanding and outstanding[0] is item:
+                        outstanding.popleft()
+                        core.add_inflight(-1)
+                        room.release()
+                if state["ended"] is not None:
+                    raise state["ended"]  # ended while this answer was computed: the stream answers no more
+                yield core.encode_actions(actions)
+        except Refusal as refusal:
+            await self._abort(context, refusal)
+        finally:
+            close()
+            if reader is not None:
+                reader.cancel()
+            if stream is not None:
+                core.detach_stream(stream)
+            self.active_streams -= 1
