@@ -168,7 +168,8 @@ def trivial_handler(step_batch: StepBatch) -> np.ndarray:
     return np.zeros(len(step_batch.env_ids), np.int32)
 
 
-def _server_main(conn, n: int, local_stream: bool, real_learner: bool, server_kind: str) -> None:
+def _server_main(conn, n: int, local_stream: bool, real_learner: bool, server_kind: str, envs_per_stream: int = 1,
+                 inference_batch_size: int = 0) -> None:
     """The learner-side process: serves until told to stop; answers "stats" with server.stats()."""
     import logging
 
@@ -187,7 +188,8 @@ def _server_main(conn, n: int, local_stream: bool, real_learner: bool, server_ki
             config = get_preset("classic_vtrace")
             config = replace(
                 config,
-                run=replace(config.run, logdir=tmp.name, num_actors=n, env_batch_size=1,
+                run=replace(config.run, logdir=tmp.name, num_actors=n, env_batch_size=envs_per_stream,
+                            inference_batch_size=inference_batch_size,
                             server_address="127.0.0.1:0", max_batch_wait_ms=MAX_BATCH_WAIT_MS,
                             local_stream=local_stream, save_checkpoint_secs=1e9, summary_period_secs=1e9,
                             total_environment_frames=10**12, target_return=0.0, tf_intra_op_threads=1,
@@ -210,8 +212,10 @@ def _server_main(conn, n: int, local_stream: bool, real_learner: bool, server_ki
             from seed_rl.transport.server import InferenceServer
 
             server = InferenceServer(
-                "127.0.0.1:0", trivial_handler, num_envs=n, env_batch_size=1, observation_spec=OBS_SPEC,
-                action_spec=ACTION_SPEC, config_json="{}", inference_batch_size=auto_inference_batch_size(n, 1),
+                "127.0.0.1:0", trivial_handler, num_envs=n * envs_per_stream, env_batch_size=envs_per_stream,
+                observation_spec=OBS_SPEC, action_spec=ACTION_SPEC, config_json="{}",
+                inference_batch_size=inference_batch_size or auto_inference_batch_size(n * envs_per_stream,
+                                                                                       envs_per_stream),
                 max_batch_wait_ms=MAX_BATCH_WAIT_MS, local_stream=local_stream, server_kind=server_kind)
             port = server.start()
         conn.send(("ready", port, os.getpid(), limit, note))
@@ -298,16 +302,17 @@ class _Actor:
                 try:
                     if info is None:
                         info = client.handshake() if client.info is None else client.reconnect()
-                        env_ids = np.array([info.env_id_begin], np.int32)
-                        run_ids = rng.integers(1, 2**62, size=1, dtype=np.int64)  # new run after a reconnect
-                        obs = _observation(info.observation_spec, 1)
+                        env_ids = np.arange(info.env_id_begin, info.env_id_end, dtype=np.int32)
+                        k = len(env_ids)
+                        run_ids = rng.integers(1, 2**62, size=k, dtype=np.int64)  # new runs after a reconnect
+                        obs = _observation(info.observation_spec, k)
                         step = 0
                     batch = StepBatch(
                         env_ids=env_ids, run_ids=run_ids,
-                        env_outputs=EnvOutput(reward=np.zeros(1, np.float32), done=np.zeros(1, np.bool_),
-                                              observation=obs, abandoned=np.zeros(1, np.bool_),
-                                              episode_step=np.array([step], np.int32)),
-                        raw_rewards=np.zeros(1, np.float32))
+                        env_outputs=EnvOutput(reward=np.zeros(k, np.float32), done=np.zeros(k, np.bool_),
+                                              observation=obs, abandoned=np.zeros(k, np.bool_),
+                                              episode_step=np.full(k, step, np.int32)),
+                        raw_rewards=np.zeros(k, np.float32))
                     t0, p0 = time.time(), time.perf_counter()
                     client.step(batch)
                     t1, p1 = time.time(), time.perf_counter()
@@ -405,8 +410,12 @@ def _collect(results, kind: str, clients: list, deadline: float, notes: list[str
 def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes: int = 4,
                 local_stream: bool = False, real_learner: bool = False, connection: str = "per_stream",
                 env_step_ms: float = 0.0, setup_timeout: float | None = None,
-                sample_period: float | None = None, server_kind: str = "threads") -> dict:
+                sample_period: float | None = None, server_kind: str = "threads", envs_per_stream: int = 1,
+                inference_batch_size: int = 0) -> dict:
     """Runs N streams for ``warmup`` + ``seconds`` and returns the measurements (see the module docstring).
+
+    ``envs_per_stream`` K makes each stream an actor with K envs (one message carries K rows; num_envs = N K,
+    env_batch_size K); ``inference_batch_size`` 0 is the config default, max(K, N K // 2).
 
     The result's keys: n, processes, ready, rate, p50_ms, p99_ms, round_trips, errors ({(phase, code): count},
     phase "setup" (connecting and warm-up), "window" or "after"), error_messages, notes (limits met and other
@@ -424,7 +433,8 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
     t_begin = time.time()
 
     parent_conn, child_conn = ctx.Pipe()
-    server = ctx.Process(target=_server_main, args=(child_conn, n, local_stream, real_learner, server_kind), daemon=True,
+    server = ctx.Process(target=_server_main, args=(child_conn, n, local_stream, real_learner, server_kind,
+                                                           envs_per_stream, inference_batch_size), daemon=True,
                          name="many_actors-server")
     server.start()
     clients: list = []
@@ -523,7 +533,8 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
         server_cpu=cpu.seconds.get("server", 0.0) / cpu.wall,
         clients_cpu=sum(v for k, v in cpu.seconds.items() if k.startswith("client ")) / cpu.wall,
         setup_s=setup_s, window_end_s=window_end - window_start, local_stream=local_stream, connection=connection,
-        real_learner=real_learner, server_kind=server_kind)
+        real_learner=real_learner, server_kind=server_kind, envs_per_stream=envs_per_stream,
+        inference_batch_size=inference_batch_size)
 
 
 # ------------------------------------------------------------------------------------------------ analysis

@@ -5,8 +5,9 @@ Each client is a separate process (an actor with one env) that sends one 28,224-
 numbers measure the transport: gRPC, decoding, validation, batching and the thread hand-offs. The inference batch
 size is the config default, max(env_batch_size, num_envs // 2), with max_batch_wait_ms = 2.
 
-The package keeps the faster kind (the thread-pool server, seed_rl/transport/server.py); the grpc.aio variant
-lives here, built on the same internals, so that the comparison can be rerun.
+Both kinds are the package's ``InferenceServer(server_kind="threads" | "aio")`` (seed_rl/transport/server.py and
+aio_server.py). This benchmark measures a few clients (where the thread pool is faster); benchmarks/many_actors.py
+measures hundreds to thousands of streams (where the thread pool runs out of threads).
 
 Run:  python benchmarks/transport_server_kinds.py [--seconds 3] [--clients 1 4 16] [--repeats 3]
 Writes the table to benchmarks/RESULTS_transport.md.
@@ -15,25 +16,18 @@ Writes the table to benchmarks/RESULTS_transport.md.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import multiprocessing as mp
 import os
 import platform
 import statistics
 import sys
-import threading
 import time
 
 import grpc
 import numpy as np
 
 from seed_rl.config import auto_inference_batch_size
-from seed_rl.protos import REASON_METADATA_KEY
-from seed_rl.protos import seed_rl_pb2_grpc as pb_grpc
 from seed_rl.transport import InferenceServer, LearnerClient
-from seed_rl.transport.batcher import DynamicBatcher
-from seed_rl.transport.server import SERVER_OPTIONS
-from seed_rl.transport.session import Refusal, SessionCore
 from seed_rl.types import ArraySpec, EnvOutput, StepBatch
 
 OBS_SPEC = ArraySpec(shape=(84, 84, 4), dtype="uint8")
@@ -43,96 +37,6 @@ MAX_BATCH_WAIT_MS = 2.0
 
 def trivial_handler(step_batch: StepBatch) -> np.ndarray:
     return np.zeros(len(step_batch.env_ids), np.int32)
-
-
-# ------------------------------------------------------------------------------------------------ grpc.aio
-
-
-class _AioServicer(pb_grpc.LearnerServicer):
-    def __init__(self, core: SessionCore) -> None:
-        self._core = core
-
-    @staticmethod
-    async def _abort(context, abort: Refusal) -> None:
-        await context.abort(
-            abort.code, abort.details, trailing_metadata=((REASON_METADATA_KEY, abort.reason),)
-        )
-
-    async def Handshake(self, request, context):
-        try:
-            return self._core.handshake(request)
-        except Refusal as abort:
-            await self._abort(context, abort)
-
-    async def Stream(self, request_iterator, context):
-        core = self._core
-        try:
-            session = core.open_stream(context.invocation_metadata())
-        except Refusal as abort:
-            await self._abort(context, abort)
-            return
-        async for message in request_iterator:
-            try:
-                future = core.submit(session, message)
-            except Refusal as abort:
-                await self._abort(context, abort)
-                return
-            try:
-                actions = await asyncio.wrap_future(future)
-            except asyncio.CancelledError:
-                future.cancel()
-                raise
-            except Exception as e:  # noqa: BLE001
-                await self._abort(context, core.abort_for(e))
-                return
-            yield core.encode_actions(actions)
-
-
-class AioInferenceServer:
-    """The grpc.aio flavour: one event loop thread serves every stream."""
-
-    def __init__(
-        self,
-        address: str,
-        handler,
-        *,
-        num_envs: int,
-        env_batch_size: int,
-        inference_batch_size: int,
-    ):
-        self._address = address
-        self._batcher = DynamicBatcher(handler, inference_batch_size, MAX_BATCH_WAIT_MS)
-        self._core = SessionCore(
-            self._batcher,
-            num_envs=num_envs,
-            env_batch_size=env_batch_size,
-            observation_spec=OBS_SPEC,
-            action_spec=ACTION_SPEC,
-            config_json="{}",
-            auth_token="",
-        )
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._server = None
-
-    def start(self) -> int:
-        self._thread.start()
-
-        async def start():
-            self._server = grpc.aio.server(options=SERVER_OPTIONS)
-            pb_grpc.add_LearnerServicer_to_server(_AioServicer(self._core), self._server)
-            port = self._server.add_insecure_port(self._address)
-            await self._server.start()
-            return port
-
-        return asyncio.run_coroutine_threadsafe(start(), self._loop).result()
-
-    def stop(self) -> None:
-        self._core.stopping = True
-        self._batcher.stop(timeout=0.1)
-        asyncio.run_coroutine_threadsafe(self._server.stop(None), self._loop).result()
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(5)
 
 
 # ------------------------------------------------------------------------------------------------- clients
@@ -177,26 +81,18 @@ def _client(address: str, task: int, go, seconds: float, warmup: float, results)
 def run_one(kind: str, num_clients: int, seconds: float, warmup: float) -> dict:
     num_envs = num_clients
     batch_size = auto_inference_batch_size(num_envs, 1)
-    if kind == "threads":
-        server = InferenceServer(
-            "127.0.0.1:0",
-            trivial_handler,
-            num_envs=num_envs,
-            env_batch_size=1,
-            observation_spec=OBS_SPEC,
-            action_spec=ACTION_SPEC,
-            config_json="{}",
-            inference_batch_size=batch_size,
-            max_batch_wait_ms=MAX_BATCH_WAIT_MS,
-        )
-    else:
-        server = AioInferenceServer(
-            "127.0.0.1:0",
-            trivial_handler,
-            num_envs=num_envs,
-            env_batch_size=1,
-            inference_batch_size=batch_size,
-        )
+    server = InferenceServer(
+        "127.0.0.1:0",
+        trivial_handler,
+        num_envs=num_envs,
+        env_batch_size=1,
+        observation_spec=OBS_SPEC,
+        action_spec=ACTION_SPEC,
+        config_json="{}",
+        inference_batch_size=batch_size,
+        max_batch_wait_ms=MAX_BATCH_WAIT_MS,
+        server_kind=kind,
+    )
     port = server.start()
     ctx = mp.get_context("spawn")
     go = ctx.Event()

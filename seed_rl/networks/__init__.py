@@ -2,8 +2,8 @@
 done-resetting LSTM. Networks return raw outputs (logits, values); agents sample and compute losses."""
 
 from seed_rl.networks.actor_critic import ActorCriticNetwork, ActorCriticOutput
-from seed_rl.networks.init import orthogonal_init
 from seed_rl.networks.dueling import DQNOutput, DuelingLSTMDQNNet
+from seed_rl.networks.init import orthogonal_init
 from seed_rl.networks.recurrent import ResettingLSTM
 from seed_rl.networks.torsos import ImpalaDeepTorso, ImpalaShallowTorso, MLPTorso, NatureTorso
 

@@ -317,6 +317,8 @@ class InferenceServer:
             # Before gRPC serves, so that every handshake offers it.
             self._local = LocalStreamServer(core)
             core.set_local_stream_address(self._local.address)
+        server: grpc.Server | grpc.aio.Server
+        servicer: _Servicer | AioServicer
         try:
             if self._server_kind == "aio":
                 aio = AioLoop()

@@ -11,7 +11,14 @@ import tensorflow as tf
 
 from seed_rl.agents.vtrace.config import VTraceConfig
 from seed_rl.agents.vtrace.loss import compute_loss
-from seed_rl.networks import ActorCriticNetwork, orthogonal_init, ImpalaDeepTorso, ImpalaShallowTorso, MLPTorso, checkpoint_variables
+from seed_rl.networks import (
+    ActorCriticNetwork,
+    ImpalaDeepTorso,
+    ImpalaShallowTorso,
+    MLPTorso,
+    checkpoint_variables,
+    orthogonal_init,
+)
 from seed_rl.ops.distributions import get_distribution
 from seed_rl.ops.specs import zeros_env_output
 from seed_rl.types import Agent, ArraySpec, EnvOutput, LossResult, ObservationSpec, QueueFeed, UpdateSchedule

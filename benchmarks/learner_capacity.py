@@ -1,0 +1,130 @@
+"""Learner capacity: learner CPU microseconds per env step, against envs per message and inference batch size,
+for the gRPC stream and the same-host stream, in one table.
+
+The learner is seed_rl's ``Learner`` (CartPole specs, the tiny network: an MLP of 8 units, no LSTM, its training
+thread on, ``tf_intra_op_threads=1``) in its own process; S simulated actors (``benchmarks/many_actors.py``'s,
+closed loop, no env time) each own K envs and send one message of K rows per step. For every cell the script
+measures, over the window, the learner process's CPU time (user + system, from ``/proc/<pid>/stat``) and the env
+steps it served (round trips x K), and reports
+
+    learner CPU per env step (us) = learner CPU seconds / env steps served x 1e6
+
+with the steps/s, the mean inference batch, and the env steps per learner core-second (1e6 / the cost). The
+learner's CPU includes everything it does per step: gRPC or the socket, decoding and validation, batching, the
+inference step, the per-env tables and unroll assembly, and training the tiny network on every step once. The
+clients run on the same cores; their CPU is not counted.
+
+Target (issue "The learner under load and under attack"): at 16 or more envs per message, at most 30 us of learner
+CPU per env step (33K env steps/s per learner core).
+
+Run:  python benchmarks/learner_capacity.py [--envs_per_message=1,4,16,64] [--streams=8] [--seconds=10]
+      [--carriers=grpc,local] [--batches=message,auto] [--no_write]
+``--batches``: ``message`` sets the inference batch to K (each batch is one actor's message), ``auto`` to the
+config default max(K, N K // 2) (several messages per batch). Writes its section of benchmarks/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import _common  # noqa: E402
+import many_actors  # noqa: E402
+
+TARGET_US = 30.0
+TARGET_MIN_ENVS = 16
+
+
+def measure(k: int, streams: int, carrier: str, batch: str, seconds: float, warmup: float,
+            client_processes: int, server_kind: str) -> dict:
+    inference_batch = k if batch == "message" else 0
+    r = many_actors.run_streams(streams, seconds=seconds, warmup=warmup, client_processes=client_processes,
+                                local_stream=carrier == "local", real_learner=True, envs_per_stream=k,
+                                inference_batch_size=inference_batch, server_kind=server_kind)
+    steps_per_s = r["rate"] * k
+    cpu = r["server_cpu"]  # learner CPU seconds per wall second over the window
+    us = cpu / steps_per_s * 1e6 if steps_per_s else float("nan")
+    errors = sum(r["errors"].values())
+    return dict(k=k, streams=streams, carrier=carrier, batch=batch,
+                inference_batch=inference_batch or max(k, streams * k // 2), steps_per_s=steps_per_s, cpu=cpu,
+                us=us, mean_rows=r["stats"].get("mean_batch_rows", 0.0), errors=errors, notes=r["notes"],
+                clients_cpu=r["clients_cpu"])
+
+
+def table(cells: list[dict]) -> str:
+    rows = []
+    for c in cells:
+        rows.append((c["carrier"], c["k"], f"{c['batch']} ({c['inference_batch']})", f"{c['mean_rows']:.1f}",
+                     f"{c['steps_per_s']:,.0f}", f"{100 * c['cpu']:.0f}%", f"{c['us']:.1f}",
+                     f"{1e6 / c['us']:,.0f}" if c["us"] == c["us"] and c["us"] > 0 else "n/a",
+                     f"{100 * c['clients_cpu']:.0f}%", c["errors"]))
+    return _common.markdown_table(
+        ["carrier", "envs / message", "inference batch (rows)", "mean batch rows", "env steps/s", "learner CPU",
+         "learner CPU us / env step", "env steps per learner core-s", "clients CPU", "errors"], rows)
+
+
+def target_rows(cells: list[dict]) -> str:
+    big = [c for c in cells if c["k"] >= TARGET_MIN_ENVS]
+    if not big:
+        return f"No cell with {TARGET_MIN_ENVS} or more envs per message: the target was not measured.\n"
+    lines = []
+    for carrier in sorted({c["carrier"] for c in big}):
+        worst = max((c for c in big if c["carrier"] == carrier), key=lambda c: c["us"])
+        ok = worst["us"] <= TARGET_US
+        lines.append((f"{carrier}: learner CPU per env step at >= {TARGET_MIN_ENVS} envs/message <= {TARGET_US:g} us",
+                      f"worst {worst['us']:.1f} us (K={worst['k']}, batch {worst['batch']})",
+                      "**pass**" if ok else "**FAIL**"))
+    return _common.markdown_table(["target", "measured", "result"], lines, align="llr")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--envs_per_message", default="1,4,16,64")
+    parser.add_argument("--streams", type=int, default=8, help="simulated actors (each one stream)")
+    parser.add_argument("--seconds", type=float, default=10.0, help="measured seconds per cell")
+    parser.add_argument("--warmup", type=float, default=2.0)
+    parser.add_argument("--client_processes", type=int, default=2)
+    parser.add_argument("--carriers", default="grpc,local")
+    parser.add_argument("--batches", default="message,auto")
+    parser.add_argument("--server_kind", choices=("threads", "aio"), default="threads",
+                        help="the gRPC server kind (the same-host stream is the same either way)")
+    parser.add_argument("--no_write", action="store_true")
+    args = parser.parse_args(argv)
+    ks = [int(x) for x in args.envs_per_message.split(",") if x]
+    carriers = [c for c in args.carriers.split(",") if c]
+    batches = [b for b in args.batches.split(",") if b]
+    if set(carriers) - {"grpc", "local"} or set(batches) - {"message", "auto"}:
+        parser.error("--carriers takes grpc,local and --batches takes message,auto")
+    load_before = _common.loadavg()
+    t_script = time.monotonic()
+    cells = []
+    for carrier in carriers:
+        for k in ks:
+            for batch in batches:
+                c = measure(k, args.streams, carrier, batch, args.seconds, args.warmup, args.client_processes,
+                            args.server_kind)
+                print(f"  {carrier} K={k} batch={batch}: {c['steps_per_s']:,.0f} env steps/s, learner CPU "
+                      f"{100 * c['cpu']:.0f}%, {c['us']:.1f} us/env step, errors {c['errors']}", flush=True)
+                for note in c["notes"]:
+                    print(f"    note: {note}", flush=True)
+                cells.append(c)
+    body = (
+        _common.run_facts(load_before)
+        + f"\n{args.streams} simulated actors with K envs each (one message of K rows per step, closed loop, no env "
+        f"time) in {args.client_processes} client processes against seed_rl's `Learner` (CartPole specs, MLP 8, no "
+        f"LSTM, training on, `tf_intra_op_threads=1`, `{args.server_kind}` gRPC server) in its own process; "
+        f"{args.warmup:g} s unmeasured, {args.seconds:g} s measured per cell. Learner CPU from `/proc/<pid>/stat` "
+        f"(100% = one core; the machine has {os.cpu_count()}, shared with the clients).\n\n"
+        + table(cells) + "\n" + target_rows(cells)
+    )
+    _common.report("learner_capacity", "Learner capacity: CPU per env step", body, t_script,
+                   write=not args.no_write)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
