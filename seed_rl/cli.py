@@ -28,7 +28,7 @@ commands:
   train     train locally: a learner in this process and --num_actors actor processes on loopback
   learner   run only the learner (serves actors on --server_address, e.g. 0.0.0.0:8686)
   actor     run one actor (--task=N) against a learner at --server_address; config comes from the learner
-  eval      evaluate the latest checkpoint of --logdir on a few episodes (no gRPC)
+  eval      play a few episodes with a checkpoint of --logdir (--checkpoint, --greedy, --seed; no gRPC)
 
 `seed-rl <command> --help` lists the flags of a command with their defaults and meaning.
 """
@@ -148,8 +148,12 @@ def _make_flags(command: str) -> Tuple[flags.FlagValues, List[Tuple[str, str, da
                            flag_values=fv)
     elif command == "eval":
         flags.DEFINE_string("logdir", None, "Run directory with config.json and checkpoints.", flag_values=fv)
-        flags.DEFINE_integer("num_episodes", 10, "Episodes to evaluate.", flag_values=fv)
+        flags.DEFINE_integer("num_episodes", 10, "Episodes to evaluate (>= 1).", flag_values=fv)
         flags.DEFINE_boolean("greedy", False, "Act greedily (argmax) instead of sampling.", flag_values=fv)
+        flags.DEFINE_string("checkpoint", "latest", "Which checkpoint of the run: latest, or its number (the "
+                            "ckpt-N files in <logdir>/checkpoints).", flag_values=fv)
+        flags.DEFINE_integer("seed", None, "Seed the env and the policy's sampling (the same seed plays the same "
+                             "episodes); default: the env gets the run's seed, sampling is unseeded.", flag_values=fv)
     flags.DEFINE_string("log_level", "WARNING", "Python logging level (DEBUG, INFO, WARNING, ERROR).", flag_values=fv)
     return fv, fields
 
@@ -336,13 +340,47 @@ def _run_actor(fv: flags.FlagValues) -> int:
 
 
 def _run_eval(fv: flags.FlagValues) -> int:
-    from seed_rl.evaluate import evaluate
-
-    if not fv["logdir"].value:
-        print("seed-rl eval: --logdir is required", file=sys.stderr)
+    """Checks the flags and the run directory before TensorFlow is imported, then plays and reports."""
+    logdir = fv["logdir"].value
+    num_episodes = _flag(fv, "num_episodes")
+    checkpoint = str(_flag(fv, "checkpoint"))
+    if not logdir:
+        print("seed-rl eval: --logdir is required (a run directory of seed-rl train)", file=sys.stderr)
         return 2
-    returns = evaluate(fv["logdir"].value, num_episodes=_flag(fv, "num_episodes"), greedy=_flag(fv, "greedy"))
-    print(f"seed-rl eval: {len(returns)} episodes, mean return {sum(returns) / len(returns):.2f}, "
+    if num_episodes < 1:
+        print(f"seed-rl eval: --num_episodes must be >= 1, got {num_episodes}", file=sys.stderr)
+        return 2
+    if checkpoint != "latest" and not checkpoint.isdigit():
+        print(f"seed-rl eval: --checkpoint must be latest or a checkpoint number, got {checkpoint!r}",
+              file=sys.stderr)
+        return 2
+    if not os.path.isfile(os.path.join(logdir, "config.json")):
+        what = "does not exist" if not os.path.exists(logdir) else "has no config.json"
+        print(f"seed-rl eval: {logdir} {what}: --logdir must be a run directory written by seed-rl train",
+              file=sys.stderr)
+        return 2
+    import statistics
+    import time
+
+    from seed_rl.evaluate import Episode, evaluate
+
+    mode = "greedy" if _flag(fv, "greedy") else "sampling"
+    print(f"seed-rl eval: {logdir}, checkpoint {checkpoint}, {num_episodes} episodes, {mode}", flush=True)
+    started = time.monotonic()
+
+    def progress(episode: Episode) -> None:
+        print(f"  episode {episode.index + 1}/{num_episodes}: return {episode.episode_return:.2f}, "
+              f"{episode.steps} steps ({time.monotonic() - started:.0f} s)", flush=True)
+
+    try:
+        returns = evaluate(logdir, num_episodes=num_episodes, greedy=_flag(fv, "greedy"), seed=_flag(fv, "seed"),
+                           checkpoint=checkpoint if checkpoint == "latest" else int(checkpoint),
+                           on_episode=progress)
+    except (FileNotFoundError, ValueError) as e:
+        print(f"seed-rl eval: {e}", file=sys.stderr)
+        return 2
+    std = statistics.pstdev(returns) if len(returns) > 1 else 0.0
+    print(f"seed-rl eval: {len(returns)} episodes, mean return {statistics.fmean(returns):.2f}, std {std:.2f}, "
           f"min {min(returns):.2f}, max {max(returns):.2f}")
     return 0
 

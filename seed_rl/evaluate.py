@@ -1,9 +1,15 @@
-"""Evaluate a trained agent from its run directory, in-process (no gRPC): the library's "load and act" path."""
+"""Evaluate a trained agent from its run directory, in-process (no gRPC): the library's "load and act" path.
+
+``evaluate`` plays episodes with a checkpoint of the run (the latest, or one by number) through the agent's
+compiled policy step (one ``tf.function`` call per env step), sampling or greedy, optionally seeded.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from typing import List
+import re
+from typing import Callable, List, Optional, Union
 
 import numpy as np
 import tensorflow as tf
@@ -13,51 +19,114 @@ from seed_rl.config import Config
 from seed_rl.envs import create_environment, env_specs
 from seed_rl.types import Agent, EnvOutput
 
+CHECKPOINT_DIR = "checkpoints"
 
-def load_agent(logdir: str) -> tuple[Config, Agent]:
-    """Returns (config, agent) with the weights of the latest checkpoint in ``logdir``."""
+
+@dataclasses.dataclass(frozen=True)
+class Episode:
+    """One evaluated episode."""
+
+    index: int
+    episode_return: float
+    steps: int
+
+
+def available_checkpoints(logdir: str) -> List[int]:
+    """The checkpoint numbers (the learner's update counter when it saved) that ``logdir`` holds, oldest first."""
+    directory = os.path.join(logdir, CHECKPOINT_DIR)
+    if not os.path.isdir(directory):
+        return []
+    numbers = []
+    for name in os.listdir(directory):
+        m = re.fullmatch(r"ckpt-(\d+)\.index", name)
+        if m:
+            numbers.append(int(m.group(1)))
+    return sorted(numbers)
+
+
+def checkpoint_path(logdir: str, checkpoint: Union[str, int] = "latest") -> str:
+    """The checkpoint prefix of ``logdir`` for ``checkpoint``: ``"latest"`` or a number from
+    :func:`available_checkpoints`. Raises FileNotFoundError (no checkpoint) or ValueError (unknown number)."""
+    directory = os.path.join(logdir, CHECKPOINT_DIR)
+    numbers = available_checkpoints(logdir)
+    if not numbers:
+        raise FileNotFoundError(f"no checkpoint in {directory}: the run has not saved one yet")
+    if checkpoint == "latest":
+        latest = tf.train.latest_checkpoint(directory)
+        return latest or os.path.join(directory, f"ckpt-{numbers[-1]}")
+    number = int(checkpoint)
+    if number not in numbers:
+        raise ValueError(f"no checkpoint {number} in {directory}; it holds {', '.join(map(str, numbers))} "
+                         "(or use latest)")
+    return os.path.join(directory, f"ckpt-{number}")
+
+
+def load_agent(logdir: str, checkpoint: Union[str, int] = "latest") -> tuple[Config, Agent]:
+    """Returns (config, agent) with the weights of ``checkpoint`` (default: the latest) in ``logdir``."""
     with open(os.path.join(logdir, "config.json")) as f:
         text = f.read()
     raw = Config.from_json(text)
     config = Config.from_json(text, agents_lib.config_class(raw.agent_name))
+    path = checkpoint_path(logdir, checkpoint)
     obs_spec, act_spec = env_specs(config.env)
     agent = agents_lib.make_agent(config.agent_name, config.agent, obs_spec, act_spec)
-    ckpt = tf.train.Checkpoint(**agent.checkpoint_items())
-    latest = tf.train.latest_checkpoint(os.path.join(logdir, "checkpoints"))
-    if latest is None:
-        raise FileNotFoundError(f"no checkpoint in {os.path.join(logdir, 'checkpoints')}")
-    ckpt.restore(latest).expect_partial()
+    tf.train.Checkpoint(**agent.checkpoint_items()).restore(path).expect_partial()
     return config, agent
 
 
-def evaluate(logdir: str, num_episodes: int = 10, greedy: bool = False, env_id: int = 10_000) -> List[float]:
-    """Plays ``num_episodes`` episodes with the latest checkpoint and returns their returns.
+def policy_step(agent: Agent, greedy: bool) -> Callable:
+    """The agent's acting step, compiled: ``(prev_action [1], env_output [1], state) -> (action [1], state)``;
+    ``greedy`` takes the protocol's ``greedy_action`` of the outputs instead of the sampled action."""
+
+    def step(prev_action, env_output, state):
+        output, state = agent.act(prev_action, env_output, state)
+        action = agent.greedy_action(output) if greedy else output.action
+        return action, state
+
+    return tf.function(step, reduce_retracing=True)
+
+
+def evaluate(logdir: str, num_episodes: int = 10, greedy: bool = False, env_id: int = 10_000,
+             seed: Optional[int] = None, checkpoint: Union[str, int] = "latest",
+             on_episode: Optional[Callable[[Episode], None]] = None) -> List[float]:
+    """Plays ``num_episodes`` episodes with a checkpoint of ``logdir`` and returns their returns.
 
     The agent acts with its evaluation policy (``act`` without env ids); ``greedy`` takes the protocol's
-    ``greedy_action`` of its outputs instead (argmax of the policy logits or of the Q-values)."""
-    config, agent = load_agent(logdir)
-    env = create_environment(config.env, env_id)
+    ``greedy_action`` of its outputs instead (argmax of the policy logits or of the Q-values). ``seed`` seeds the
+    env's first reset and TensorFlow's sampling, so two evaluations with the same seed play the same episodes;
+    None seeds the env with the run's seed + ``env_id`` (as the actors' are) and leaves the sampling unseeded.
+    ``on_episode`` is called after every episode (progress reports)."""
+    if num_episodes < 1:
+        raise ValueError(f"num_episodes must be >= 1, got {num_episodes}")
+    config, agent = load_agent(logdir, checkpoint)
+    if seed is not None:
+        tf.random.set_seed(seed)
+    step = policy_step(agent, greedy)
+    env_config = config.env if seed is None else dataclasses.replace(config.env, seed=int(seed))
+    env = create_environment(env_config, env_id)
     returns: List[float] = []
     try:
         state = agent.initial_state(1)
         prev_action = tf.zeros([1], tf.int32)
         obs, _ = env.reset()
-        reward, done, total = 0.0, False, 0.0
+        reward, done, total, steps = 0.0, False, 0.0, 0
         while len(returns) < num_episodes:
             env_output = EnvOutput(
                 reward=tf.constant([reward], tf.float32), done=tf.constant([done]),
                 observation=tf.nest.map_structure(lambda x: tf.convert_to_tensor(np.asarray(x)[None]), obs),
-                abandoned=tf.constant([False]), episode_step=tf.constant([0], tf.int32))
-            output, state = agent.act(prev_action, env_output, state)
-            action = agent.greedy_action(output) if greedy else output.action
+                abandoned=tf.constant([False]), episode_step=tf.constant([steps], tf.int32))
+            action, state = step(prev_action, env_output, state)
             prev_action = action
             obs, step_reward, terminated, truncated, _ = env.step(int(action.numpy()[0]))
             reward = float(step_reward)
             total += reward
+            steps += 1
             done = bool(terminated or truncated)
             if done:
                 returns.append(total)
-                total = 0.0
+                if on_episode is not None:
+                    on_episode(Episode(len(returns) - 1, total, steps))
+                total, steps = 0.0, 0
                 obs, _ = env.reset()
     finally:
         env.close()

@@ -4,17 +4,20 @@ directory laid out as the learner writes it (config.json + a checkpoint of the a
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from seed_rl import agents as agents_lib
 from seed_rl import cli
 from seed_rl.config import replace
 from seed_rl.configs import get_preset
 from seed_rl.envs import env_specs
-from seed_rl.evaluate import evaluate, load_agent
+from seed_rl.evaluate import available_checkpoints, evaluate, load_agent
 from seed_rl.learner.checkpoints import RunCheckpoint
 
 
@@ -54,8 +57,7 @@ def test_eval_restores_the_checkpoint_and_plays_greedily(agent_name, tmp_path):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(agent_cls, "greedy_action", counting)
         greedy = evaluate(logdir, num_episodes=2, greedy=True)
-        steps = len(calls)
-        assert steps >= 2  # --greedy acts through the protocol's greedy action, once per step
+        assert calls  # --greedy acts through the protocol's greedy action (traced into the compiled step)
         assert len(greedy) == 2 and all(r >= 1 for r in greedy)  # CartPole: at least one step per episode
         # Greedy play from the same start is deterministic: the same returns twice.
         assert evaluate(logdir, num_episodes=2, greedy=True) == greedy
@@ -70,3 +72,63 @@ def test_seed_rl_eval_greedy_command(agent_name, tmp_path, capsys):
     assert cli.main(["seed-rl", "eval", f"--logdir={logdir}", "--num_episodes=1", "--greedy"]) == 0
     out = capsys.readouterr().out
     assert "seed-rl eval: 1 episodes, mean return" in out
+
+
+def _eval_subprocess(*args: str) -> "subprocess.CompletedProcess[str]":
+    """``seed-rl eval`` in a fresh interpreter that reports whether TensorFlow got imported."""
+    code = ("import sys; from seed_rl import cli; rc = cli.main(['seed-rl', 'eval', *sys.argv[1:]]); "
+            "print('TF-IMPORTED' if 'tensorflow' in sys.modules else 'NO-TF'); sys.exit(rc)")
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--logdir=/nonexistent/run",), "/nonexistent/run does not exist"),
+    (("--logdir=/tmp", "--num_episodes=0"), "--num_episodes must be >= 1, got 0"),
+    (("--logdir=/tmp", "--checkpoint=best5"), "--checkpoint must be latest or a checkpoint number"),
+    ((), "--logdir is required"),
+])
+def test_eval_refuses_bad_arguments_in_one_line_before_importing_tensorflow(args, message):
+    result = _eval_subprocess(*args)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "NO-TF" in result.stdout
+
+
+def test_eval_of_a_directory_without_config_json(tmp_path, capsys):
+    assert cli.main(["seed-rl", "eval", f"--logdir={tmp_path}"]) == 2
+    assert "has no config.json" in capsys.readouterr().err
+
+
+def test_eval_picks_a_checkpoint_by_number_and_names_the_ones_it_has(tmp_path, capsys):
+    logdir = _run_dir(tmp_path, "vtrace")
+    config, agent = load_agent(logdir)
+    run_checkpoint = RunCheckpoint(logdir, agent.checkpoint_items())  # (restores the latest: before the change)
+    for v in agent.policy_variables:
+        v.assign(tf.zeros_like(v))  # checkpoint 7: a different (all-zero) network
+    run_checkpoint.save(7)
+    assert available_checkpoints(logdir) == [1, 7]
+    _, latest = load_agent(logdir)
+    assert all(not np.any(v.numpy()) for v in latest.policy_variables)
+    _, first = load_agent(logdir, checkpoint=1)
+    assert any(np.any(v.numpy()) for v in first.policy_variables)
+    assert cli.main(["seed-rl", "eval", f"--logdir={logdir}", "--checkpoint=3"]) == 2
+    err = capsys.readouterr().err
+    assert "no checkpoint 3" in err and "it holds 1, 7" in err
+    assert cli.main(["seed-rl", "eval", f"--logdir={logdir}", "--checkpoint=1", "--num_episodes=2"]) == 0
+    out = capsys.readouterr().out
+    assert "checkpoint 1, 2 episodes, sampling" in out
+    assert "episode 1/2: return" in out and "episode 2/2: return" in out
+    assert "seed-rl eval: 2 episodes, mean return" in out and ", std " in out
+
+
+def test_eval_with_a_seed_plays_the_same_episodes(tmp_path):
+    logdir = _run_dir(tmp_path, "vtrace")
+    episodes: list = []
+    first = evaluate(logdir, num_episodes=3, seed=5, on_episode=episodes.append)
+    assert evaluate(logdir, num_episodes=3, seed=5) == first
+    assert [e.index for e in episodes] == [0, 1, 2]
+    assert [e.episode_return for e in episodes] == first
+    assert all(e.steps == e.episode_return for e in episodes)  # CartPole: reward 1 per step
+    with pytest.raises(ValueError, match="num_episodes must be >= 1"):
+        evaluate(logdir, num_episodes=0)
