@@ -13,6 +13,7 @@ from typing import Dict, Iterable, List, NamedTuple, Optional
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.core.framework import summary_pb2
 
 EPISODES_CSV = "episodes.csv"
 CSV_FIELDS = ("env_frames", "episode_return", "raw_return", "episode_frames", "episode_steps", "env_id",
@@ -107,24 +108,38 @@ def read_episodes(path: str) -> List[Episode]:
             for r in rows]
 
 
+def _scalar_summary(values: Iterable[tuple[str, float]]) -> bytes:
+    """A ``Summary`` proto of ``simple_value`` scalars: the format every TensorBoard reader understands
+    (TensorBoard itself, ``EventAccumulator.Scalars``, W&B's and other importers), where ``tf.summary.scalar``
+    writes tensor summaries that only TensorBoard's scalar plugin reads."""
+    return summary_pb2.Summary(
+        value=[summary_pb2.Summary.Value(tag=tag, simple_value=float(value)) for tag, value in values]
+    ).SerializeToString()
+
+
 class SummaryWriter:
+    """The run's TensorBoard event file: scalars (as ``simple_value`` summaries) and histograms."""
+
     def __init__(self, logdir: str):
         self._writer = tf.summary.create_file_writer(logdir, flush_millis=20_000)
 
     def scalars(self, values: Dict[str, float], step: int) -> None:
-        with self._writer.as_default(step=step):
-            for k, v in sorted(values.items()):
-                if v is not None and not (isinstance(v, float) and math.isnan(v)):
-                    tf.summary.scalar(k, v)
+        items = [(k, v) for k, v in sorted(values.items())
+                 if v is not None and not (isinstance(v, float) and math.isnan(v))]
+        if items:
+            with self._writer.as_default():
+                tf.summary.experimental.write_raw_pb(_scalar_summary(items), step=step)
 
     def episodes(self, episodes: Iterable[Episode]) -> None:
         """``episode/`` (or ``eval/``) return, raw return and frames of each episode, stepped at its env frames."""
         with self._writer.as_default():
             for ep in episodes:
                 prefix = "eval" if ep.eval else "episode"
-                tf.summary.scalar(f"{prefix}/return", ep.episode_return, step=ep.env_frames)
-                tf.summary.scalar(f"{prefix}/raw_return", ep.raw_return, step=ep.env_frames)
-                tf.summary.scalar(f"{prefix}/frames", ep.episode_frames, step=ep.env_frames)
+                tf.summary.experimental.write_raw_pb(_scalar_summary([
+                    (f"{prefix}/return", ep.episode_return),
+                    (f"{prefix}/raw_return", ep.raw_return),
+                    (f"{prefix}/frames", ep.episode_frames),
+                ]), step=ep.env_frames)
 
     def histogram(self, name: str, values, step: int) -> None:
         with self._writer.as_default(step=step):
