@@ -28,6 +28,7 @@ import tensorflow as tf
 
 from seed_rl import agents as agents_lib
 from seed_rl.config import Config, replace
+from seed_rl.learner import resume as resume_lib
 from seed_rl.learner import summaries as summaries_lib
 from seed_rl.learner.checkpoints import RunCheckpoint
 from seed_rl.learner.export import export_saved_model
@@ -83,12 +84,12 @@ class Learner:
             observation_spec, action_spec = env_specs(config.env)
         self.observation_spec = observation_spec
         self.action_spec = action_spec
-        os.makedirs(run.logdir, exist_ok=True)
         # The run directory (often a shared bucket) and every actor's handshake get the config without the secret.
         public_json = replace(config, run=replace(
             run, auth_token=REDACTED if run.auth_token else "")).to_json()
-        with open(os.path.join(run.logdir, "config.json"), "w") as f:
-            f.write(public_json)
+        # Nothing is written to the run directory before everything below is built: a config that cannot start,
+        # or cannot resume this directory, leaves it as it was.
+        changes = resume_lib.resume_changes(run.logdir, public_json)
 
         # Keras 3 initializers draw from Keras's global seed, not TensorFlow's: this seeds both (and numpy's and
         # Python's global generators), so one seed gives one set of initial weights and one action stream.
@@ -108,9 +109,12 @@ class Learner:
         self.total_train_steps = total_train_steps(config, self.agent)
         optimizer = self.agent.make_optimizer(self.total_train_steps * schedule.updates_per_batch)
         self.trainer = Trainer(self.agent, optimizer, self.policy_version, seed=run.seed)
-        self.checkpoints = RunCheckpoint(
-            run.logdir, dict(optimizer=optimizer, train_steps=self.policy_version, env_frames=self.env_frames_var,
-                             **self.agent.checkpoint_items()))
+        try:
+            self.checkpoints = RunCheckpoint(
+                run.logdir, dict(optimizer=optimizer, train_steps=self.policy_version,
+                                 env_frames=self.env_frames_var, **self.agent.checkpoint_items()))
+        except (ValueError, AssertionError, tf.errors.OpError) as e:  # shapes or variables that do not match
+            raise resume_lib.checkpoint_mismatch(run.logdir, changes, e) from e
         self.restored_from: Optional[str] = self.checkpoints.restored_from
         self.env_frames = int(self.env_frames_var.numpy())
 
@@ -141,6 +145,11 @@ class Learner:
             local_stream=run.local_stream, server_kind=run.resolved_grpc_server,
             stream_idle_timeout_s=run.stream_idle_timeout_s,
             server_credentials=tls_lib.server_credentials(run.tls_cert_file, run.tls_key_file))
+
+        os.makedirs(run.logdir, exist_ok=True)
+        with open(os.path.join(run.logdir, resume_lib.CONFIG_FILE), "w") as f:
+            f.write(public_json)
+        resume_lib.record_changes(run.logdir, changes)
 
         self._stop = threading.Event()
         self._done = threading.Event()

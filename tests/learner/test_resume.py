@@ -1,0 +1,91 @@
+"""Resuming a run directory with another config: refused before anything is written when it cannot resume (agent,
+env, a network the checkpoint does not fit), listed and recorded when it can (learning rate, budget)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from seed_rl.config import replace
+from seed_rl.configs import get_preset
+from seed_rl.learner.learner import Learner
+from seed_rl.learner.resume import CHANGES_FILE, ConfigChange, ResumeError, config_changes
+
+
+def _config(logdir: str, **agent):
+    config = get_preset("classic_vtrace")
+    config = replace(config, run=replace(config.run, logdir=logdir, num_actors=1, env_batch_size=2,
+                                         server_address="127.0.0.1:0"),
+                     agent=replace(config.agent, **{"mlp_sizes": (8,), "lstm_size": 0, **agent}))
+    return config
+
+
+def _snapshot(logdir: str) -> dict:
+    """Every file of the run directory with its bytes and mtime."""
+    out = {}
+    for root, _, files in os.walk(logdir):
+        for name in files:
+            path = os.path.join(root, name)
+            with open(path, "rb") as f:
+                out[os.path.relpath(path, logdir)] = (f.read(), os.stat(path).st_mtime_ns)
+    return out
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    logdir = str(tmp_path_factory.mktemp("resume") / "run")
+    learner = Learner(_config(logdir))
+    learner.checkpoints.save(3)
+    return logdir
+
+
+def test_a_network_the_checkpoint_does_not_fit_is_refused_without_touching_the_run(run_dir):
+    before = _snapshot(run_dir)
+    with pytest.raises(ResumeError) as error:
+        Learner(_config(run_dir, mlp_sizes=(32, 32)))
+    message = str(error.value)
+    assert "cannot resume" in message and "agent.mlp_sizes: [8] -> [32, 32]" in message
+    assert "new --logdir" in message and "\n" not in message
+    assert _snapshot(run_dir) == before
+
+
+@pytest.mark.parametrize("change, field", [
+    (dict(agent_name="r2d2"), "agent_name"),
+    (dict(env_name="Acrobot-v1"), "env.name"),
+])
+def test_another_agent_or_env_is_refused_naming_the_field(run_dir, change, field):
+    before = _snapshot(run_dir)
+    config = _config(run_dir)
+    if "agent_name" in change:
+        r2d2 = get_preset("classic_r2d2")
+        config = replace(r2d2, run=config.run)
+    else:
+        config = replace(config, env=replace(config.env, name=change["env_name"]))
+    with pytest.raises(ResumeError, match=f"cannot resume .*{field}: "):
+        Learner(config)
+    assert _snapshot(run_dir) == before
+
+
+def test_a_change_that_can_resume_is_listed_and_recorded(tmp_path, caplog):
+    logdir = str(tmp_path / "run")
+    Learner(_config(logdir)).checkpoints.save(1)
+    config = _config(logdir, learning_rate=1e-3)
+    config = replace(config, run=replace(config.run, total_environment_frames=123_456))
+    with caplog.at_level("WARNING"):
+        learner = Learner(config)
+    assert learner.restored_from and learner.restored_from.endswith("ckpt-1")
+    assert "agent.learning_rate" in caplog.text and "run.total_environment_frames" in caplog.text
+    with open(os.path.join(logdir, CHANGES_FILE)) as f:
+        lines = f.read().splitlines()
+    assert len(lines) == 2
+    assert lines[0].endswith("agent.learning_rate: 0.002 -> 0.001")  # classic_vtrace's rate, then the new one
+    assert lines[1].endswith("run.total_environment_frames: 1000000 -> 123456")
+    with open(os.path.join(logdir, "config.json")) as f:
+        assert '"total_environment_frames": 123456' in f.read()  # config.json holds what this session runs
+
+
+def test_config_changes_ignores_where_the_learner_serves():
+    old = '{"run": {"logdir": "/a", "server_address": "127.0.0.1:1", "batch_size": 2}, "agent": {"lr": 1}}'
+    new = '{"run": {"logdir": "/b", "server_address": "127.0.0.1:2", "batch_size": 4}, "agent": {"lr": 1}}'
+    assert config_changes(old, new) == [ConfigChange("run.batch_size", 2, 4)]
