@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import re
 import sys
 import typing
 from typing import Any, Dict, List, Sequence, Tuple
@@ -231,12 +232,43 @@ def _default_logdir(config: Config) -> str:
     return os.path.join("runs", f"{config.env.family}_{name}_{config.agent_name}")
 
 
-def _help(command: str) -> str:
-    fv, _ = _make_flags(command)
+def _config_value(config: Config, section: str, name: str) -> Any:
+    """The value of field ``name`` of ``section`` (run, agent, env, options) in ``config``; ``_MISSING`` when the
+    config has no such field (another agent's, another family's option)."""
+    holder = {"run": config.run, "agent": config.agent, "env": config.env, "options": config.env.options}[section]
+    return getattr(holder, name, _MISSING)
+
+
+_MISSING = object()
+
+
+def _help(command: str, rest: Sequence[str] = ()) -> str:
+    """The flags of ``command``. For train and learner, each flag shows the value the command would use: the
+    preset's (``--preset``, or the default ``<env>_<agent>``), changed by the other flags given."""
+    fv, fields = _make_flags(command)
     lines = [f"usage: seed-rl {command} [--flag=value ...]", ""]
+    values: Dict[str, Any] = {}
+    if command in ("train", "learner"):
+        args = [a for a in rest if a not in ("-h", "--help", "--helpfull")]
+        try:
+            fv(["seed-rl", *args])
+            config = resolve_config(fv, fields)
+        except (flags.Error, ValueError) as e:
+            lines += [f"(the flags given do not resolve to a config: {e}; the values shown are the fields' "
+                      "defaults)", ""]
+        else:
+            preset = fv["preset"].value or f"{fv['env'].value if fv['env'].present else EnvConfig.family}_" \
+                f"{fv['agent'].value if fv['agent'].present else 'vtrace'}"
+            values = {name: _config_value(config, section, f.name) for name, section, f, _ in fields}
+            lines += [f"values: preset {preset} ({config.agent_name} on {config.env.family}:{config.env.name}) "
+                      "with the flags given; pass --preset, --env or --agent before --help to see another", ""]
     for name in sorted(fv):
-        flag = fv[name]
-        lines.append(f"  --{name}: {flag.help}")
+        text = fv[name].help
+        if name in values:
+            value = values[name]
+            shown = "not used by this agent or env family" if value is _MISSING else f"value {value!r}"
+            text = re.sub(r"; default .*\]$", f"; {shown}]", text)
+        lines.append(f"  --{name}: {text}")
     return "\n".join(lines)
 
 
@@ -250,7 +282,7 @@ def main(argv: Sequence[str]) -> int:
         print(f"seed-rl: unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
         return 2
     if any(a in ("-h", "--help", "--helpfull") for a in rest):
-        print(_help(command))
+        print(_help(command, rest))
         return 0
     fv, fields = _make_flags(command)
     try:

@@ -34,22 +34,39 @@ def test_top_level_help_lists_commands():
         assert cmd in res.stdout
 
 
-def test_train_help_lists_every_flag_with_default_and_meaning():
+def _line(out: str, flag: str) -> str:
+    return next(line for line in out.splitlines() if line.strip().startswith(flag))
+
+
+def test_train_help_lists_every_flag_with_the_value_the_command_would_use():
     res = _cli("train", "--help")
     assert res.returncode == 0
     for flag in ("--env:", "--game:", "--num_actors:", "--env_batch_size:", "--unroll_length:",
                  "--entropy_cost:", "--learning_rate:", "--logdir:", "--inference_batch_size:",
                  "--max_batch_wait_ms:", "--total_environment_frames:", "--num_action_repeats:"):
         assert flag in res.stdout, flag
-    assert "default 0.00025" in res.stdout  # entropy_cost's original default
-    # One flag per field of every registered env family's options, and the families with what their names mean.
-    for flag, default in (("--max_random_noops:", "30"), ("--sticky_actions:", "False"),
-                          ("--max_episode_frames:", "108000")):
-        line = next(line for line in res.stdout.splitlines() if line.strip().startswith(flag))
-        assert f"[env option of atari; default {default}]" in line, line
-    env_line = next(line for line in res.stdout.splitlines() if line.strip().startswith("--env:"))
+    assert "values: preset classic_vtrace (vtrace on classic:CartPole-v1)" in res.stdout
+    assert _line(res.stdout, "--learning_rate:").endswith("[agent; value 0.002]")  # classic_vtrace's, not 3.19e-4
+    # Atari's options do not apply to CartPole; R2D2's fields not to V-trace.
+    assert _line(res.stdout, "--frame_stack:").endswith("[env option of atari; not used by this agent or env family]")
+    assert "not used by this agent" in _line(res.stdout, "--burn_in:")
+    env_line = _line(res.stdout, "--env:")
     for family in ("classic (any gymnasium id", "atari (", "test ("):
         assert family in env_line, env_line
+
+
+def test_train_help_shows_the_chosen_preset_and_the_flags_given():
+    res = _cli("train", "--preset=atari_vtrace_fast", "--learning_rate=0.01", "--help")
+    assert res.returncode == 0
+    assert "values: preset atari_vtrace_fast (vtrace on atari:Pong)" in res.stdout
+    assert _line(res.stdout, "--learning_rate:").endswith("[agent; value 0.01]")
+    assert _line(res.stdout, "--frame_stack:").endswith("[env option of atari; value 4]")
+    for flag, value in (("--max_random_noops:", "30"), ("--sticky_actions:", "False"),
+                        ("--max_episode_frames:", "108000")):
+        assert _line(res.stdout, flag).endswith(f"[env option of atari; value {value}]"), flag
+    bad = _cli("train", "--env=nope", "--help")
+    assert bad.returncode == 0 and "do not resolve to a config: unknown env family 'nope'" in bad.stdout
+    assert "default 0.00025" in _line(bad.stdout, "--entropy_cost:")  # then the fields' own defaults
 
 
 def test_actor_help():
