@@ -64,8 +64,9 @@ def create_classic_environment(name: str, num_action_repeats: int = 1) -> gymnas
         registers = f" (did importing {module!r} register it?)" if module else ""
         raise ValueError(
             f"unknown gymnasium id {name!r} for env family 'classic' ({e}){hint}{registers}. Any id in "
-            "gymnasium.registry works, e.g. CartPole-v1, Acrobot-v1, Pendulum-v1, and so does module:EnvId for "
-            "an id that importing module registers."
+            "gymnasium.registry with a discrete action space works (e.g. CartPole-v1, Acrobot-v1, MountainCar-v0; "
+            "continuous actions come with the SAC and on-policy agents), and so does module:EnvId for an id that "
+            "importing module registers."
         ) from e
     if num_action_repeats > 1:
         env = ActionRepeat(env, num_action_repeats)

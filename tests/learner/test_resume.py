@@ -89,3 +89,12 @@ def test_config_changes_ignores_where_the_learner_serves():
     old = '{"run": {"logdir": "/a", "server_address": "127.0.0.1:1", "batch_size": 2}, "agent": {"lr": 1}}'
     new = '{"run": {"logdir": "/b", "server_address": "127.0.0.1:2", "batch_size": 4}, "agent": {"lr": 1}}'
     assert config_changes(old, new) == [ConfigChange("run.batch_size", 2, 4)]
+
+
+def test_a_config_the_agent_refuses_creates_no_run_directory(tmp_path):
+    logdir = str(tmp_path / "pendulum")
+    config = _config(logdir)
+    config = replace(config, env=replace(config.env, name="Pendulum-v1"))  # continuous actions: V-trace refuses
+    with pytest.raises(ValueError, match="continuous action spec"):
+        Learner(config)
+    assert not os.path.exists(logdir)
