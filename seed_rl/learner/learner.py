@@ -328,7 +328,9 @@ class Learner:
         self.status.update(summaries_lib.format_status(
             frames, fps, self.episode_log.mean_recent_return(self._report_eval),
             float(transport.get("mean_batch_fill", 0.0)),
-            steps, self.queue.qsize(), self.queue.capacity, self.episode_log.total))
+            steps, self.queue.qsize(), self.queue.capacity, self.episode_log.total,
+            window_episodes=self.episode_log.recent_count(self._report_eval),
+            elapsed_s=time.time() - self._start_time, budget_frames=self.config.run.total_environment_frames))
 
     def _shutdown(self) -> None:
         self._stop.set()

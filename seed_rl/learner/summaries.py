@@ -89,6 +89,10 @@ class EpisodeLog:
         """The highest mean return over ``window`` consecutive episodes so far (-inf before a full window)."""
         return self._peak[eval]
 
+    def recent_count(self, eval: bool = False) -> int:  # noqa: A002
+        """How many episodes ``mean_recent_return`` averages (up to the window)."""
+        return len(self.recent_eval if eval else self.recent)
+
     def mean_recent_return(self, eval: bool = False) -> float:  # noqa: A002
         recent = self.recent_eval if eval else self.recent
         return float(np.mean(recent)) if recent else float("nan")
@@ -172,12 +176,31 @@ class StatusLine:
             self.stream.flush()
 
 
+def _hms(seconds: float) -> str:
+    if not math.isfinite(seconds) or seconds < 0:
+        return "?"
+    seconds = int(seconds)
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else \
+        f"{seconds // 60}m{seconds % 60:02d}s"
+
+
 def format_status(frames: int, fps: float, mean_return: float, batch_fill: float, learner_steps: int,
-                  queue_depth: int, queue_capacity: int, episodes: int) -> str:
+                  queue_depth: int, queue_capacity: int, episodes: int, window_episodes: int | None = None,
+                  elapsed_s: float | None = None, budget_frames: int | None = None) -> str:
+    """The learner's one-line status. ``return(n)`` is the mean return of the last n episodes (n grows to the
+    window, 20); with ``budget_frames`` the frames show the percent of the budget spent and the time left at the
+    current rate, with ``elapsed_s`` the training time so far."""
     ret = "n/a" if math.isnan(mean_return) else f"{mean_return:8.2f}"
-    return (f"frames {frames:>11,d} | {fps:7.0f} frames/s | return(20) {ret} | episodes {episodes:>6d} | "
+    n = window_episodes if window_episodes is not None else 20
+    progress = ""
+    if budget_frames:
+        left = max(budget_frames - frames, 0)
+        eta = left / fps if fps > 0 else float("inf")
+        progress = f" ({min(frames / budget_frames, 1.0):4.0%}, ETA {_hms(eta)})"
+    elapsed = f" | elapsed {_hms(elapsed_s)}" if elapsed_s is not None else ""
+    return (f"frames {frames:>11,d}{progress} | {fps:7.0f} frames/s | return({n}) {ret} | episodes {episodes:>6d} | "
             f"batch fill {batch_fill:4.0%} | learner steps {learner_steps:>7d} | "
-            f"queue {queue_depth}/{queue_capacity}")
+            f"queue {queue_depth}/{queue_capacity}{elapsed}")
 
 
 def plot_learning_curve(logdir: str, out_path: Optional[str] = None, window: int = 20) -> Optional[str]:

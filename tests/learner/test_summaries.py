@@ -30,3 +30,16 @@ def test_scalars_and_episodes_read_back_with_event_accumulator(tmp_path):
     assert [(e.step, e.value) for e in acc.Scalars("episode/return")] == [(150, 3.0)]
     assert [(e.step, e.value) for e in acc.Scalars("episode/raw_return")] == [(150, 6.0)]
     assert [(e.step, e.value) for e in acc.Scalars("eval/return")] == [(180, -1.0)]
+
+
+def test_status_line_shows_budget_eta_elapsed_and_the_episodes_behind_the_mean():
+    from seed_rl.learner.summaries import format_status
+
+    line = format_status(250_000, 1000.0, 12.5, 0.9, 40, 2, 16, 7, window_episodes=7, elapsed_s=130.0,
+                         budget_frames=1_000_000)
+    assert "frames     250,000 ( 25%, ETA 12m30s)" in line  # 750,000 frames left at 1,000 frames/s
+    assert "return(7)    12.50" in line and "episodes      7" in line
+    assert line.endswith("| elapsed 2m10s")
+    long_run = format_status(10, 0.0, float("nan"), 0.0, 0, 0, 16, 0, window_episodes=0, elapsed_s=7300.0,
+                             budget_frames=100)
+    assert "ETA ?" in long_run and "return(0) n/a" in long_run and long_run.endswith("elapsed 2h01m")
