@@ -30,6 +30,7 @@ _LAZY = {
     "networks": "seed_rl",
     "evaluate": "seed_rl.evaluate",
     "load_agent": "seed_rl.evaluate",
+    "load_policy": "seed_rl.evaluate",
 }
 
 __all__ = ["__version__", *sorted(_LAZY)]  # noqa: PLE0604 - names are strings, built from _LAZY

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from typing import Callable, List, Optional, Union
+from typing import Any, Callable, List, Optional, Union
 
 import numpy as np
 import tensorflow as tf
@@ -131,3 +131,85 @@ def evaluate(logdir: str, num_episodes: int = 10, greedy: bool = False, env_id: 
     finally:
         env.close()
     return returns
+
+
+class Policy:
+    """A trained policy that acts on one env's observations and keeps its own recurrent state and previous action.
+
+    ``reset()`` at the start of every episode, then ``act(observation, reward)`` for every observation, where
+    ``reward`` is the reward the previous action earned (the network's input when it has one; 0 on the first step).
+    ``act`` returns the action as a numpy value of the action spec's dtype (a Python int for discrete actions).
+    Built by :func:`load_policy`; the step is the agent's compiled policy step, the same graph the learner's
+    inference runs for one env.
+    """
+
+    def __init__(self, step: Callable, initial_state: Callable[[int], Any], config: Config,
+                 observation_spec, action_spec):
+        self._step = step
+        self._initial_state = initial_state
+        self.config = config
+        self.observation_spec = observation_spec
+        self.action_spec = action_spec
+        self.reset()
+
+    def reset(self) -> None:
+        """Starts a new episode: zero recurrent state, previous action 0."""
+        self._state = self._initial_state(1)
+        self._prev_action = tf.zeros([1], tf.int32)
+        self._steps = 0
+
+    def act(self, observation: Any, reward: float = 0.0) -> Any:
+        env_output = EnvOutput(
+            reward=tf.constant([reward], tf.float32), done=tf.constant([False]),
+            observation=tf.nest.map_structure(lambda x: tf.convert_to_tensor(np.asarray(x)[None]), observation),
+            abandoned=tf.constant([False]), episode_step=tf.constant([self._steps], tf.int32))
+        action, self._state = self._step(self._prev_action, env_output, self._state)
+        self._prev_action = action
+        self._steps += 1
+        value = action.numpy()[0]
+        return int(value) if np.issubdtype(np.asarray(value).dtype, np.integer) else value
+
+
+def load_policy(logdir: str, checkpoint: Union[str, int] = "latest", greedy: bool = False,
+                source: str = "checkpoint", seed: Optional[int] = None) -> Policy:
+    """The policy of a run directory, ready to act: ``policy.reset(); action = policy.act(observation)``.
+
+    Args:
+      logdir: the run directory (``config.json``, ``checkpoints/``, ``saved_model/``).
+      checkpoint: ``"latest"`` or a checkpoint number (:func:`available_checkpoints`); checkpoint source only.
+      greedy: act with the agent's greedy action (argmax of the logits or Q-values) instead of its evaluation
+        policy (sampling; R2D2: epsilon-greedy with the eval epsilon). Checkpoint source only.
+      source: ``"checkpoint"`` (the agent rebuilt from config.json with the checkpoint's weights) or
+        ``"saved_model"`` (``<logdir>/saved_model``, which the learner exports at the end of a run; needs
+        TensorFlow only, no seed_rl agent code).
+      seed: seeds TensorFlow's sampling (two policies with the same seed act alike on the same observations).
+    """
+    if source not in ("checkpoint", "saved_model"):
+        raise ValueError(f"source must be checkpoint or saved_model, got {source!r}")
+    if seed is not None:
+        tf.random.set_seed(seed)
+    if source == "checkpoint":
+        config, agent = load_agent(logdir, checkpoint)
+        obs_spec, act_spec = env_specs(config.env)
+        return Policy(policy_step(agent, greedy), agent.initial_state, config, obs_spec, act_spec)
+    if greedy or checkpoint != "latest":
+        raise ValueError("greedy and checkpoint need source='checkpoint': the SavedModel holds the evaluation "
+                         "policy of the run's last weights")
+    path = os.path.join(logdir, "saved_model")
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"no SavedModel in {path}: the learner exports it when a run ends")
+    with open(os.path.join(logdir, "config.json")) as f:
+        text = f.read()
+    raw = Config.from_json(text)
+    config = Config.from_json(text, agents_lib.config_class(raw.agent_name))
+    model = tf.saved_model.load(path)
+
+    def step(prev_action, env_output, state):
+        out = model.step(prev_action, env_output, state)
+        return out["outputs"]["action"], out["agent_state"]
+
+    def initial_state(batch_size: int):
+        return model.initial_state(tf.constant(batch_size, tf.int32))
+
+    obs_spec, act_spec = env_specs(config.env)
+    return Policy(step, initial_state, config, obs_spec, act_spec)
