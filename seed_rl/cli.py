@@ -151,8 +151,9 @@ def _make_flags(command: str) -> Tuple[flags.FlagValues, List[Tuple[str, str, da
         flags.DEFINE_string("logdir", None, "Run directory with config.json and checkpoints.", flag_values=fv)
         flags.DEFINE_integer("num_episodes", 10, "Episodes to evaluate (>= 1).", flag_values=fv)
         flags.DEFINE_boolean("greedy", False, "Act greedily (argmax) instead of sampling.", flag_values=fv)
-        flags.DEFINE_string("checkpoint", "latest", "Which checkpoint of the run: latest, or its number (the "
-                            "ckpt-N files in <logdir>/checkpoints).", flag_values=fv)
+        flags.DEFINE_string("checkpoint", "latest", "Which checkpoint of the run: latest, best (the weights of its "
+                            "best window of 20 episodes, checkpoints/best), or a number (the ckpt-N files in "
+                            "<logdir>/checkpoints).", flag_values=fv)
         flags.DEFINE_integer("seed", None, "Seed the env and the policy's sampling (the same seed plays the same "
                              "episodes); default: the env gets the run's seed, sampling is unseeded.", flag_values=fv)
     flags.DEFINE_string("log_level", "WARNING", "Python logging level (DEBUG, INFO, WARNING, ERROR).", flag_values=fv)
@@ -382,8 +383,8 @@ def _run_eval(fv: flags.FlagValues) -> int:
     if num_episodes < 1:
         print(f"seed-rl eval: --num_episodes must be >= 1, got {num_episodes}", file=sys.stderr)
         return 2
-    if checkpoint != "latest" and not checkpoint.isdigit():
-        print(f"seed-rl eval: --checkpoint must be latest or a checkpoint number, got {checkpoint!r}",
+    if checkpoint not in ("latest", "best") and not checkpoint.isdigit():
+        print(f"seed-rl eval: --checkpoint must be latest, best or a checkpoint number, got {checkpoint!r}",
               file=sys.stderr)
         return 2
     if not os.path.isfile(os.path.join(logdir, "config.json")):
@@ -398,6 +399,13 @@ def _run_eval(fv: flags.FlagValues) -> int:
 
     mode = "greedy" if _flag(fv, "greedy") else "sampling"
     print(f"seed-rl eval: {logdir}, checkpoint {checkpoint}, {num_episodes} episodes, {mode}", flush=True)
+    if checkpoint == "best":
+        from seed_rl.learner.checkpoints import read_best_record
+
+        record = read_best_record(logdir)
+        if record:
+            print(f"  best checkpoint {record['checkpoint']}: the run's mean return {record['mean_return']:.2f} "
+                  f"over {record['episodes']} episodes at {record['env_frames']:,d} frames", flush=True)
     started = time.monotonic()
 
     def progress(episode: Episode) -> None:
@@ -406,7 +414,7 @@ def _run_eval(fv: flags.FlagValues) -> int:
 
     try:
         returns = evaluate(logdir, num_episodes=num_episodes, greedy=_flag(fv, "greedy"), seed=_flag(fv, "seed"),
-                           checkpoint=checkpoint if checkpoint == "latest" else int(checkpoint),
+                           checkpoint=checkpoint if not checkpoint.isdigit() else int(checkpoint),
                            on_episode=progress)
     except (FileNotFoundError, ValueError) as e:
         print(f"seed-rl eval: {e}", file=sys.stderr)

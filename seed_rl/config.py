@@ -127,6 +127,9 @@ class RunConfig:
         0.0, "Stop early once the mean return of the last 20 episodes reaches this; 0 disables."
     )
     save_checkpoint_secs: float = field(1800.0, "Checkpoint period in seconds (also at exit).")
+    keep_checkpoints: int = field(
+        2, "Latest checkpoints kept in <logdir>/checkpoints; the best one (by the mean return of 20 consecutive "
+        "episodes, evaluation episodes when there are eval envs) is kept besides in checkpoints/best.")
     summary_period_secs: float = field(10.0, "Period of scalar summaries in seconds.")
     tf_intra_op_threads: int = field(
         0, "Threads TensorFlow may use inside one op on the learner; 0 is TensorFlow's default (all cores). 1 is "
@@ -204,6 +207,8 @@ class RunConfig:
                              "and tls_key_file too")
         if self.num_actors < 1 or self.env_batch_size < 1:
             raise ValueError("num_actors and env_batch_size must be >= 1")
+        if self.keep_checkpoints < 1:
+            raise ValueError(f"keep_checkpoints must be >= 1, got {self.keep_checkpoints}")
         if self.grpc_server not in ("auto", "threads", "aio"):
             raise ValueError(f"grpc_server must be auto, threads or aio, got {self.grpc_server!r}")
         if self.actor_env_groups < 1:

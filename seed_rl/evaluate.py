@@ -45,9 +45,16 @@ def available_checkpoints(logdir: str) -> List[int]:
 
 
 def checkpoint_path(logdir: str, checkpoint: Union[str, int] = "latest") -> str:
-    """The checkpoint prefix of ``logdir`` for ``checkpoint``: ``"latest"`` or a number from
-    :func:`available_checkpoints`. Raises FileNotFoundError (no checkpoint) or ValueError (unknown number)."""
+    """The checkpoint prefix of ``logdir`` for ``checkpoint``: ``"latest"``, ``"best"`` (``checkpoints/best``, the
+    weights of the best window of episodes) or a number from :func:`available_checkpoints`. Raises
+    FileNotFoundError (no checkpoint) or ValueError (unknown number)."""
     directory = os.path.join(logdir, CHECKPOINT_DIR)
+    if checkpoint == "best":
+        best = tf.train.latest_checkpoint(os.path.join(directory, "best"))
+        if best is None:
+            raise FileNotFoundError(f"no best checkpoint in {os.path.join(directory, 'best')}: the run has not "
+                                    "finished a window of episodes with a checkpoint yet (use latest)")
+        return best
     numbers = available_checkpoints(logdir)
     if not numbers:
         raise FileNotFoundError(f"no checkpoint in {directory}: the run has not saved one yet")
@@ -176,7 +183,8 @@ def load_policy(logdir: str, checkpoint: Union[str, int] = "latest", greedy: boo
 
     Args:
       logdir: the run directory (``config.json``, ``checkpoints/``, ``saved_model/``).
-      checkpoint: ``"latest"`` or a checkpoint number (:func:`available_checkpoints`); checkpoint source only.
+      checkpoint: ``"latest"``, ``"best"`` or a checkpoint number (:func:`available_checkpoints`); checkpoint
+        source only.
       greedy: act with the agent's greedy action (argmax of the logits or Q-values) instead of its evaluation
         policy (sampling; R2D2: epsilon-greedy with the eval epsilon). Checkpoint source only.
       source: ``"checkpoint"`` (the agent rebuilt from config.json with the checkpoint's weights) or

@@ -84,7 +84,7 @@ def _eval_subprocess(*args: str) -> "subprocess.CompletedProcess[str]":
 @pytest.mark.parametrize("args, message", [
     (("--logdir=/nonexistent/run",), "/nonexistent/run does not exist"),
     (("--logdir=/tmp", "--num_episodes=0"), "--num_episodes must be >= 1, got 0"),
-    (("--logdir=/tmp", "--checkpoint=best5"), "--checkpoint must be latest or a checkpoint number"),
+    (("--logdir=/tmp", "--checkpoint=best5"), "--checkpoint must be latest, best or a checkpoint number"),
     ((), "--logdir is required"),
 ])
 def test_eval_refuses_bad_arguments_in_one_line_before_importing_tensorflow(args, message):

@@ -3,7 +3,10 @@ agent's replay feed says it is checkpointed, the replay buffer's file beside it.
 
 from __future__ import annotations
 
+import json
+import math
 import os
+import time
 from typing import Optional
 
 import tensorflow as tf
@@ -50,3 +53,50 @@ class RunCheckpoint:
             os.makedirs(os.path.dirname(self.replay_path), exist_ok=True)
             self.replay.save(self.replay_path)
         return path
+
+
+BEST_DIR = os.path.join(CHECKPOINT_DIR, "best")
+BEST_RECORD = "best.json"
+
+
+class BestCheckpoint:
+    """The run's best checkpoint so far, in ``<logdir>/checkpoints/best`` (one checkpoint, the same items as the
+    latest ones) with ``best.json`` saying what made it the best: the mean return of the window of consecutive
+    episodes (evaluation episodes when the run has eval envs), the env frames and the checkpoint number.
+
+    The record survives a restart (a resumed run only replaces it with a better window). A window mixes the
+    policies that played its episodes; the checkpoint holds the weights when the window's mean peaked.
+    """
+
+    def __init__(self, logdir: str, checkpoint: tf.train.Checkpoint):
+        self.directory = os.path.join(logdir, BEST_DIR)
+        self.manager = tf.train.CheckpointManager(checkpoint, self.directory, max_to_keep=1)
+        self.record: Optional[dict] = read_best_record(logdir)
+
+    @property
+    def value(self) -> float:
+        return float(self.record["mean_return"]) if self.record else float("-inf")
+
+    def maybe_save(self, mean_return: float, checkpoint_number: int, env_frames: int, episodes: int,
+                   eval_episodes: bool) -> Optional[str]:
+        """Saves a new best checkpoint when ``mean_return`` beats the record; returns its path (else None)."""
+        if not math.isfinite(mean_return) or mean_return <= self.value:
+            return None
+        path = self.manager.save(checkpoint_number=checkpoint_number)
+        self.record = {"checkpoint": int(checkpoint_number), "path": os.path.basename(path),
+                       "mean_return": float(mean_return), "episodes": int(episodes), "env_frames": int(env_frames),
+                       "eval_episodes": bool(eval_episodes), "saved_at": time.time()}
+        tmp = os.path.join(self.directory, BEST_RECORD + ".tmp")
+        with open(tmp, "w") as f:
+            json.dump(self.record, f, indent=1)
+        os.replace(tmp, os.path.join(self.directory, BEST_RECORD))
+        return path
+
+
+def read_best_record(logdir: str) -> Optional[dict]:
+    """``best.json`` of the run's best checkpoint, or None when the run has none."""
+    path = os.path.join(logdir, BEST_DIR, BEST_RECORD)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)

@@ -30,7 +30,7 @@ from seed_rl import agents as agents_lib
 from seed_rl.config import Config, replace
 from seed_rl.learner import resume as resume_lib
 from seed_rl.learner import summaries as summaries_lib
-from seed_rl.learner.checkpoints import RunCheckpoint
+from seed_rl.learner.checkpoints import BestCheckpoint, RunCheckpoint
 from seed_rl.learner.export import export_saved_model
 from seed_rl.learner.inference import InferenceStep
 from seed_rl.learner.training import (
@@ -112,10 +112,12 @@ class Learner:
         try:
             self.checkpoints = RunCheckpoint(
                 run.logdir, dict(optimizer=optimizer, train_steps=self.policy_version,
-                                 env_frames=self.env_frames_var, **self.agent.checkpoint_items()))
+                                 env_frames=self.env_frames_var, **self.agent.checkpoint_items()),
+                max_to_keep=run.keep_checkpoints)
         except (ValueError, AssertionError, tf.errors.OpError) as e:  # shapes or variables that do not match
             raise resume_lib.checkpoint_mismatch(run.logdir, changes, e) from e
         self.restored_from: Optional[str] = self.checkpoints.restored_from
+        self.best = BestCheckpoint(run.logdir, self.checkpoints.checkpoint)
         self.env_frames = int(self.env_frames_var.numpy())
 
         self.inference = InferenceStep(
@@ -238,6 +240,19 @@ class Learner:
         self._last_checkpoint = time.monotonic()
         return path
 
+    def _maybe_save_best(self) -> None:
+        """Keeps the weights of the best window of episodes so far in checkpoints/best (see BestCheckpoint)."""
+        log_ = self.episode_log
+        peak = log_.peak_window_return(self._report_eval)
+        if peak <= self.best.value:
+            return
+        with self._lock:
+            self.env_frames_var.assign(self.env_frames)
+            frames = self.env_frames
+        path = self.best.maybe_save(peak, int(self.policy_version.numpy()), frames, log_.window, self._report_eval)
+        if path:
+            log.info("new best checkpoint %s: mean return %.2f over %d episodes", path, peak, log_.window)
+
     # -- main loop -------------------------------------------------------------------------------------------
     def start(self) -> int:
         """Starts serving and training; returns the bound port."""
@@ -276,6 +291,7 @@ class Learner:
                 if time.monotonic() - last_summary >= run.summary_period_secs:
                     last_summary = time.monotonic()
                     self._write_summaries(frame_rate, step_rate)
+                    self._maybe_save_best()
         finally:
             self._shutdown()
         if self._train_error is not None:
@@ -341,7 +357,15 @@ class Learner:
         self.status.finish()
         path = self.save_checkpoint()
         print(f"seed_rl learner: saved checkpoint {path} at {self.env_frames:,d} frames, "
-              f"{int(self.policy_version.numpy())} train steps", flush=True)
+              f"{int(self.policy_version.numpy())} train steps (the latest; seed-rl eval --checkpoint=latest)",
+              flush=True)
+        self._maybe_save_best()
+        best = self.best.record
+        if best:
+            kind = "evaluation episodes" if best["eval_episodes"] else "episodes"
+            print(f"seed_rl learner: best checkpoint {os.path.join(self.best.directory, best['path'])}: mean return "
+                  f"{best['mean_return']:.2f} over {best['episodes']} consecutive {kind} at "
+                  f"{best['env_frames']:,d} frames (seed-rl eval --checkpoint=best)", flush=True)
         try:
             export_saved_model(self.agent, os.path.join(self.config.run.logdir, "saved_model"),
                                self.observation_spec)

@@ -57,6 +57,7 @@ class EpisodeLog:
 
     def __init__(self, logdir: str, window: int = 20):
         self.path = os.path.join(logdir, EPISODES_CSV)
+        self.window = window
         new = not os.path.exists(self.path) or os.path.getsize(self.path) == 0
         self._file = open(self.path, "a", newline="")
         self._writer = csv.writer(self._file)

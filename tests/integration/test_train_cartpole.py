@@ -35,6 +35,14 @@ def test_vtrace_learns_cartpole(tmp_path):
     assert res.returncode == 0, res.stderr
     mean = float(re.search(r"mean return ([\d.]+)", res.stdout).group(1))
     assert mean > 100, res.stdout  # random play averages about 22
+    # The best window's weights are kept beside the latest ones, and the final report says which is which.
+    assert re.search(r"best checkpoint \S+best/ckpt-\d+: mean return [\d.]+ over 20 consecutive episodes",
+                     proc.output()), proc.output()
+    res = subprocess.run([sys.executable, "-m", "seed_rl", "eval", f"--logdir={logdir}", "--num_episodes=3",
+                          "--checkpoint=best", "--greedy"], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert "best checkpoint" in res.stdout and "the run's mean return" in res.stdout
+    assert float(re.search(r"eval: 3 episodes, mean return ([\d.]+)", res.stdout).group(1)) > 100, res.stdout
 
 
 def test_flipped_policy_gradient_does_not_learn(cartpole_runs):
