@@ -9,6 +9,7 @@ overrides one field of it. An env option given to a family that does not have it
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 import re
@@ -132,6 +133,11 @@ def _make_flags(command: str) -> Tuple[flags.FlagValues, List[Tuple[str, str, da
         flags.DEFINE_string("agent", None, f"Agent: one of {', '.join(agents_lib.agent_names())} [default vtrace].",
                             flag_values=fv)
         flags.DEFINE_string("preset", None, "Named preset to start from; default <env>_<agent>.", flag_values=fv)
+        flags.DEFINE_string("config", None, "A config file to start from (JSON, or YAML with PyYAML installed), "
+                            "e.g. a run's own config.json, or a partial one ({\"agent\": {\"learning_rate\": "
+                            "0.001}}, optionally with \"preset\"): its fields apply on top of the preset, the flags on "
+                            "top of both. A file's run.logdir, server_address and auth_token are ignored (say "
+                            "--logdir).", flag_values=fv)
         if command == "train":
             flags.DEFINE_enum("actor_mode", "process", ["process", "thread"],
                               "Run actors as subprocesses (default) or threads of this process.", flag_values=fv)
@@ -180,18 +186,35 @@ def resolve_config(fv: flags.FlagValues, fields) -> Config:
     """
     from seed_rl.configs import PRESETS, get_preset
 
-    family = str(fv["env"].value) if fv["env"].present else EnvConfig.family
+    file_config = _read_config_file(str(fv["config"].value)) if fv["config"].present else {}
+    file_env = file_config.get("env") or {}
+    family = str(fv["env"].value) if fv["env"].present else file_env.get("family", EnvConfig.family)
     envs_lib.get_family(family)  # an unknown family: say so, not "unknown preset"
-    agent = str(fv["agent"].value) if fv["agent"].present else "vtrace"
+    agent = str(fv["agent"].value) if fv["agent"].present else file_config.get("agent_name", "vtrace")
     agents_lib.config_class(agent)  # an unknown agent: say so, listing the agents
-    preset = fv["preset"].value or f"{family}_{agent}"
-    if not fv["preset"].value and preset not in PRESETS:
+    preset = fv["preset"].value or file_config.get("preset") or f"{family}_{agent}"
+    if not fv["preset"].value and not file_config.get("preset") and preset not in PRESETS:
         of_agent = sorted(p for p in PRESETS if get_preset(p).agent_name == agent)
         raise ValueError(
             f"no default preset for the {agent} agent on the {family} env family ({preset}); start from one with "
             f"--preset=NAME and override its fields with flags (presets of {agent}: {', '.join(of_agent) or 'none'})")
     config = get_preset(preset)
-    changes: Dict[str, Dict[str, Any]] = {"env": {}, "run": {}, "agent": {}, "options": {}}
+    if file_config.get("agent_name", config.agent_name) != config.agent_name:
+        raise ValueError(f"--config names agent {file_config['agent_name']!r} but preset {preset} is "
+                         f"{config.agent_name!r}: give --agent or a preset of that agent")
+    changes: Dict[str, Dict[str, Any]] = {
+        "env": {k: v for k, v in file_env.items() if k != "options"},
+        "run": {k: v for k, v in (file_config.get("run") or {}).items() if k not in _FILE_IGNORED_RUN_FIELDS},
+        "agent": dict(file_config.get("agent") or {}),
+        "options": dict(file_env.get("options") or {}),
+    }
+    for section in changes.values():
+        for key, value in section.items():
+            if isinstance(value, list):
+                section[key] = tuple(value)
+    unknown_run = set(changes["run"]) - {f.name for f in dataclasses.fields(RunConfig)}
+    if unknown_run:
+        raise ValueError(f"--config: unknown run field(s) {sorted(unknown_run)}")
     for name, section, f, typ in fields:
         if fv[name].present:
             changes[section][f.name] = _convert(fv[name].value, typ)
@@ -203,10 +226,45 @@ def resolve_config(fv: flags.FlagValues, fields) -> Config:
     known = {f.name for f in dataclasses.fields(agent_cfg)}
     unknown = set(changes["agent"]) - known
     if unknown:
-        raise ValueError(f"flag(s) {sorted(unknown)} do not apply to the {agent} agent")
+        raise ValueError(f"flag(s) or --config field(s) {sorted(unknown)} do not apply to the {agent} agent")
     env = _resolve_env(config.env, changes["env"], changes["options"])
     return Config(env=env, run=replace(config.run, **changes["run"]),
                   agent_name=config.agent_name, agent=replace(agent_cfg, **changes["agent"]))
+
+
+_FILE_IGNORED_RUN_FIELDS = ("logdir", "server_address", "auth_token")
+_CONFIG_FILE_KEYS = {"preset", "agent_name", "env", "run", "agent"}
+
+
+def _read_config_file(path: str) -> Dict[str, Any]:
+    """The dict of a --config file (JSON; YAML when PyYAML is installed); ValueError with one line otherwise."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        raise ValueError(f"--config: cannot read {path}: {e.strerror}") from None
+    if path.endswith((".yaml", ".yml")):
+        try:
+            import yaml
+        except ImportError:
+            raise ValueError(f"--config: {path} is YAML, which needs PyYAML (pip install pyyaml, or "
+                             "seed_rl[yaml]); JSON files need nothing") from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise ValueError(f"--config: {path} is not valid YAML: {e}") from None
+    else:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"--config: {path} is not valid JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"--config: {path} must hold a mapping (keys {', '.join(sorted(_CONFIG_FILE_KEYS))})")
+    unknown = set(data) - _CONFIG_FILE_KEYS
+    if unknown:
+        raise ValueError(f"--config: unknown key(s) {sorted(unknown)} in {path}; a config file has "
+                         f"{', '.join(sorted(_CONFIG_FILE_KEYS))}")
+    return data
 
 
 def _resolve_env(preset_env: EnvConfig, env_changes: Dict[str, Any], option_changes: Dict[str, Any]) -> EnvConfig:
