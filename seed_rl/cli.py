@@ -160,6 +160,9 @@ def _make_flags(command: str) -> Tuple[flags.FlagValues, List[Tuple[str, str, da
         flags.DEFINE_string("checkpoint", "latest", "Which checkpoint of the run: latest, best (the weights of its "
                             "best window of 20 episodes, checkpoints/best), or a number (the ckpt-N files in "
                             "<logdir>/checkpoints).", flag_values=fv)
+        flags.DEFINE_boolean("video", False, "Record every episode as an MP4 in --video_dir (gymnasium's "
+                             "RecordVideo; needs pip install 'seed_rl[video]').", flag_values=fv)
+        flags.DEFINE_string("video_dir", None, "Where --video writes; default <logdir>/videos.", flag_values=fv)
         flags.DEFINE_integer("seed", None, "Seed the env and the policy's sampling (the same seed plays the same "
                              "episodes); default: the env gets the run's seed, sampling is unseeded.", flag_values=fv)
     flags.DEFINE_string("log_level", "WARNING", "Python logging level (DEBUG, INFO, WARNING, ERROR).", flag_values=fv)
@@ -470,16 +473,19 @@ def _run_eval(fv: flags.FlagValues) -> int:
         print(f"  episode {episode.index + 1}/{num_episodes}: return {episode.episode_return:.2f}, "
               f"{episode.steps} steps ({time.monotonic() - started:.0f} s)", flush=True)
 
+    video_dir = (_flag(fv, "video_dir") or os.path.join(logdir, "videos")) if _flag(fv, "video") else None
     try:
         returns = evaluate(logdir, num_episodes=num_episodes, greedy=_flag(fv, "greedy"), seed=_flag(fv, "seed"),
                            checkpoint=checkpoint if not checkpoint.isdigit() else int(checkpoint),
-                           on_episode=progress)
-    except (FileNotFoundError, ValueError) as e:
+                           on_episode=progress, video_dir=video_dir)
+    except (FileNotFoundError, ValueError, ImportError) as e:
         print(f"seed-rl eval: {e}", file=sys.stderr)
         return 2
     std = statistics.pstdev(returns) if len(returns) > 1 else 0.0
     print(f"seed-rl eval: {len(returns)} episodes, mean return {statistics.fmean(returns):.2f}, std {std:.2f}, "
           f"min {min(returns):.2f}, max {max(returns):.2f}")
+    if video_dir is not None:
+        print(f"seed-rl eval: videos in {video_dir}")
     return 0
 
 

@@ -93,16 +93,41 @@ def policy_step(agent: Agent, greedy: bool) -> Callable:
     return tf.function(step, reduce_retracing=True)
 
 
+def record_video(env, video_dir: str, num_action_repeats: int = 1, name_prefix: str = "eval"):
+    """``env`` wrapped in gymnasium's ``RecordVideo``: every episode becomes ``<video_dir>/<prefix>-episode-K.mp4``
+    (one frame per env step, plus the reset frame), rendered by the raw env (``rgb_array``) under every wrapper.
+
+    Needs moviepy (and pygame for the classic-control envs): ``pip install 'seed_rl[video]'``.
+    """
+    try:
+        import moviepy  # noqa: F401 - RecordVideo writes with it
+    except ImportError:
+        raise ImportError("--video needs moviepy (and pygame for classic-control envs): "
+                          "pip install 'seed_rl[video]'") from None
+    from gymnasium.wrappers import RecordVideo
+
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame renders off-screen; no display needed
+    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+    raw = env.unwrapped
+    if raw.render_mode is None:
+        raw.render_mode = "rgb_array"  # the envs are made without one; rendering reads the emulator / the state
+    fps = max(1, round(float(raw.metadata.get("render_fps", 30)) / max(1, num_action_repeats)))
+    return RecordVideo(env, video_dir, episode_trigger=lambda episode: True, name_prefix=name_prefix,
+                       disable_logger=True, fps=fps)
+
+
 def evaluate(logdir: str, num_episodes: int = 10, greedy: bool = False, env_id: int = 10_000,
              seed: Optional[int] = None, checkpoint: Union[str, int] = "latest",
-             on_episode: Optional[Callable[[Episode], None]] = None) -> List[float]:
+             on_episode: Optional[Callable[[Episode], None]] = None,
+             video_dir: Optional[str] = None) -> List[float]:
     """Plays ``num_episodes`` episodes with a checkpoint of ``logdir`` and returns their returns.
 
     The agent acts with its evaluation policy (``act`` without env ids); ``greedy`` takes the protocol's
     ``greedy_action`` of its outputs instead (argmax of the policy logits or of the Q-values). ``seed`` seeds the
     env's first reset and TensorFlow's sampling, so two evaluations with the same seed play the same episodes;
     None seeds the env with the run's seed + ``env_id`` (as the actors' are) and leaves the sampling unseeded.
-    ``on_episode`` is called after every episode (progress reports)."""
+    ``on_episode`` is called after every episode (progress reports). ``video_dir``: record every episode as an MP4
+    there (`record_video`)."""
     if num_episodes < 1:
         raise ValueError(f"num_episodes must be >= 1, got {num_episodes}")
     config, agent = load_agent(logdir, checkpoint)
@@ -111,6 +136,8 @@ def evaluate(logdir: str, num_episodes: int = 10, greedy: bool = False, env_id: 
     step = policy_step(agent, greedy)
     env_config = config.env if seed is None else dataclasses.replace(config.env, seed=int(seed))
     env = create_environment(env_config, env_id)
+    if video_dir is not None:
+        env = record_video(env, video_dir, config.env.num_action_repeats)
     returns: List[float] = []
     try:
         state = agent.initial_state(1)
@@ -134,7 +161,8 @@ def evaluate(logdir: str, num_episodes: int = 10, greedy: bool = False, env_id: 
                 if on_episode is not None:
                     on_episode(Episode(len(returns) - 1, total, steps))
                 total, steps = 0.0, 0
-                obs, _ = env.reset()
+                if len(returns) < num_episodes:  # no reset after the last one (a video would start)
+                    obs, _ = env.reset()
     finally:
         env.close()
     return returns

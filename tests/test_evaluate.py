@@ -132,3 +132,28 @@ def test_eval_with_a_seed_plays_the_same_episodes(tmp_path):
     assert all(e.steps == e.episode_return for e in episodes)  # CartPole: reward 1 per step
     with pytest.raises(ValueError, match="num_episodes must be >= 1"):
         evaluate(logdir, num_episodes=0)
+
+
+def test_eval_records_every_episode_as_a_video_that_decodes(tmp_path, capsys):
+    pytest.importorskip("moviepy", reason="videos need the video extra (in dev): pip install 'seed_rl[video]'")
+    import cv2
+
+    logdir = _run_dir(tmp_path, "vtrace")
+    episodes: list = []
+    video_dir = str(tmp_path / "videos")
+    evaluate(logdir, num_episodes=2, seed=1, on_episode=episodes.append, video_dir=video_dir)
+    names = sorted(os.listdir(video_dir))
+    assert names == ["eval-episode-0.mp4", "eval-episode-1.mp4"]
+    for name, episode in zip(names, episodes):
+        capture = cv2.VideoCapture(os.path.join(video_dir, name))
+        frames = 0
+        while True:
+            ok, frame = capture.read()
+            if not ok:
+                break
+            frames += 1
+            assert frame.ndim == 3 and frame.shape[2] == 3
+        assert frames == episode.steps + 1  # the reset frame, then one per step
+    assert cli.main(["seed-rl", "eval", f"--logdir={logdir}", "--num_episodes=1", "--video"]) == 0
+    assert f"videos in {os.path.join(logdir, 'videos')}" in capsys.readouterr().out
+    assert os.listdir(os.path.join(logdir, "videos")) == ["eval-episode-0.mp4"]
