@@ -141,6 +141,9 @@ def _make_flags(command: str) -> Tuple[flags.FlagValues, List[Tuple[str, str, da
         if command == "train":
             flags.DEFINE_enum("actor_mode", "process", ["process", "thread"],
                               "Run actors as subprocesses (default) or threads of this process.", flag_values=fv)
+            flags.DEFINE_list("seeds", None, "Train once per seed, one after another, in <logdir>/seed_<S> (each "
+                              "resumable), then write <logdir>/seeds_curve.png and seeds.csv: every seed's mean "
+                              "return of 20 episodes and their mean and spread against env frames.", flag_values=fv)
     elif command == "actor":
         flags.DEFINE_string("server_address", "127.0.0.1:8686", "Learner address host:port.", flag_values=fv)
         flags.DEFINE_integer("task", 0, "Actor index; owns env ids [task*env_batch_size, (task+1)*env_batch_size).",
@@ -376,6 +379,8 @@ def main(argv: Sequence[str]) -> int:
     except ValueError as e:
         print(f"seed-rl {command}: {e}", file=sys.stderr)
         return 2
+    if command == "train" and fv["seeds"].present:
+        return _run_seeds(fv, config)
     # Building the learner checks what a config can get wrong (an unknown env id, specs an agent cannot take, a
     # replay buffer that would not fit): one line and exit code 2. Errors while training keep their traceback.
     try:
@@ -402,6 +407,48 @@ def main(argv: Sequence[str]) -> int:
         learner.run()
     except KeyboardInterrupt:
         learner.stop()
+    return 0
+
+
+def _run_seeds(fv: flags.FlagValues, config: Config) -> int:
+    """``train --seeds=S1,S2,...``: one run per seed in <logdir>/seed_<S>, then the combined curve in <logdir>."""
+    given = [str(s) for s in (fv["seeds"].value or [])]
+    try:
+        seeds = [int(s) for s in given]
+    except ValueError:
+        print(f"seed-rl train: --seeds takes integers, got {','.join(given)}", file=sys.stderr)
+        return 2
+    if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
+        print("seed-rl train: --seeds needs distinct seeds >= 0", file=sys.stderr)
+        return 2
+    from seed_rl.launch.local import LocalRun, on_free_loopback_port
+    from seed_rl.learner.summaries import write_seed_curves
+
+    parent = config.run.logdir
+    run_dirs: Dict[str, str] = {}
+    for seed in seeds:
+        run_dir = os.path.join(parent, f"seed_{seed}")
+        seeded = replace(config, env=replace(config.env, seed=seed), run=replace(config.run, seed=seed,
+                                                                                 logdir=run_dir))
+        if not fv["server_address"].present:
+            seeded = on_free_loopback_port(seeded)
+        print(f"seed-rl train: seed {seed} ({len(run_dirs) + 1} of {len(seeds)}) in {run_dir}", flush=True)
+        try:
+            local = LocalRun(seeded, actor_mode=_flag(fv, "actor_mode"))
+        except (MemoryError, ValueError) as e:
+            print(f"seed-rl train: {e}", file=sys.stderr)
+            return 2
+        local.run()
+        run_dirs[f"seed {seed}"] = run_dir
+        if local.interrupted:
+            print("seed-rl train: stopped; the remaining seeds did not run (the same command resumes)", flush=True)
+            break
+    png = write_seed_curves(parent, run_dirs)
+    if png:
+        print(f"seed-rl train: {len(run_dirs)} seeds, combined curve in {png} and {os.path.join(parent, 'seeds.csv')}",
+              flush=True)
+    else:
+        print("seed-rl train: a seed finished fewer than 20 episodes: no combined curve", flush=True)
     return 0
 
 

@@ -40,6 +40,7 @@ class LocalRun:
         self.processes: List[Optional[subprocess.Popen]] = []
         self.threads: list = []
         self.actor_restarts = 0
+        self.interrupted = False  # stopped by SIGINT / SIGTERM (not by its budget or target)
 
     @property
     def address(self) -> str:
@@ -128,6 +129,7 @@ class LocalRun:
     def _on_signal(self, signum, frame) -> None:
         print(f"\nseed_rl launcher: received signal {signum}; stopping (a second Ctrl-C is not needed)",
               flush=True)
+        self.interrupted = True
         self._stopping.set()
         self.learner.stop()
 

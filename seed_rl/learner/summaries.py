@@ -251,3 +251,60 @@ class RateMeter:
         r = (value - self._last_value) / dt
         self._last_value, self._last_time = value, now
         return r
+
+
+def seed_curves(run_dirs: dict, window: int = 20, points: int = 200) -> Optional[dict]:
+    """The rolling mean return (``window`` episodes, training episodes) of each run, on a common grid of env frames
+    up to the shortest run's last episode: ``{"frames": [P], "runs": {name: [P]}, "mean", "min", "max": [P]}``.
+    None when a run has fewer than ``window`` episodes."""
+    curves = {}
+    for name, logdir in run_dirs.items():
+        eps = sorted((e for e in read_episodes(os.path.join(logdir, EPISODES_CSV)) if not e.eval),
+                     key=lambda e: e.env_frames)
+        if len(eps) < window:
+            return None
+        frames = np.array([e.env_frames for e in eps], np.float64)
+        returns = np.array([e.episode_return for e in eps], np.float64)
+        rolling = np.convolve(returns, np.ones(window) / window, mode="valid")
+        curves[name] = (frames[window - 1:], rolling)
+    start = max(c[0][0] for c in curves.values())
+    end = min(c[0][-1] for c in curves.values())
+    grid = np.linspace(start, end, points) if end > start else np.array([end])
+    runs = {name: np.interp(grid, f, r) for name, (f, r) in curves.items()}
+    stacked = np.stack(list(runs.values()))
+    return {"frames": grid, "runs": runs, "mean": stacked.mean(0), "min": stacked.min(0), "max": stacked.max(0)}
+
+
+def write_seed_curves(parent: str, run_dirs: dict, window: int = 20) -> Optional[str]:
+    """Writes ``<parent>/seeds.csv`` and ``<parent>/seeds_curve.png``: every seed's rolling mean return and their
+    mean and spread (min to max) against env frames. Returns the PNG's path (None: a run had too few episodes)."""
+    curves = seed_curves(run_dirs, window)
+    if curves is None:
+        return None
+    names = list(curves["runs"])
+    with open(os.path.join(parent, "seeds.csv"), "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["env_frames", *names, "mean", "min", "max"])
+        for i, frame in enumerate(curves["frames"]):
+            writer.writerow([int(frame), *(f"{curves['runs'][n][i]:.4f}" for n in names),
+                             f"{curves['mean'][i]:.4f}", f"{curves['min'][i]:.4f}", f"{curves['max'][i]:.4f}"])
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for name in names:
+        ax.plot(curves["frames"], curves["runs"][name], "-", linewidth=1, alpha=0.5, label=name)
+    ax.fill_between(curves["frames"], curves["min"], curves["max"], alpha=0.2, label="min to max")
+    ax.plot(curves["frames"], curves["mean"], "-", linewidth=2.5, color="black", label=f"mean of {len(names)} seeds")
+    ax.set_xlabel("environment frames")
+    ax.set_ylabel(f"return (mean of last {window} episodes)")
+    ax.set_title(os.path.basename(os.path.abspath(parent)))
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    out = os.path.join(parent, "seeds_curve.png")
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out
