@@ -164,6 +164,13 @@ class RunConfig:
         "and sends nothing for this many seconds (the actor then reconnects); a healthy actor sends a step every "
         "few milliseconds. <= 0: never. Keeps idle or abandoned streams from holding the learner's threads."
     )
+    wandb_project: str = field(
+        "", "Log the run to this Weights & Biases project (config, the TensorBoard scalars, every episode, the "
+        "learning curve), one W&B run per run directory; empty: no W&B. Needs pip install 'seed_rl[wandb]'.")
+    wandb_entity: str = field("", "W&B entity (user or team); empty: your default.")
+    wandb_mode: str = field(
+        "", "W&B mode: online, offline (logged under <logdir>/wandb for `wandb sync` later) or disabled; empty: "
+        "W&B's default ($WANDB_MODE, else online).")
     grpc_server: str = field(
         "auto", "How the learner's gRPC server runs the actors' streams: threads (a thread pool, two threads per "
         "actor task; the fastest up to a few dozen actors), aio (grpc.aio, one event loop thread for every stream; "
@@ -209,6 +216,8 @@ class RunConfig:
             raise ValueError("num_actors and env_batch_size must be >= 1")
         if self.keep_checkpoints < 1:
             raise ValueError(f"keep_checkpoints must be >= 1, got {self.keep_checkpoints}")
+        if self.wandb_mode not in ("", "online", "offline", "disabled"):
+            raise ValueError(f"wandb_mode must be online, offline or disabled (or empty), got {self.wandb_mode!r}")
         if self.grpc_server not in ("auto", "threads", "aio"):
             raise ValueError(f"grpc_server must be auto, threads or aio, got {self.grpc_server!r}")
         if self.actor_env_groups < 1:

@@ -15,6 +15,7 @@ buffer (and with which settings), its ``schedule`` how many updates a batch gets
 from __future__ import annotations
 
 import collections
+import json
 import logging
 import math
 import os
@@ -33,6 +34,7 @@ from seed_rl.learner import summaries as summaries_lib
 from seed_rl.learner.checkpoints import BestCheckpoint, RunCheckpoint
 from seed_rl.learner.export import export_saved_model
 from seed_rl.learner.inference import InferenceStep
+from seed_rl.learner.tracking import WandbTracker
 from seed_rl.learner.training import (
     QueueClosed,
     QueueSource,
@@ -166,6 +168,7 @@ class Learner:
         self._last_checkpoint = time.monotonic()
         self._last_source_stats = time.monotonic()
         self.status = summaries_lib.StatusLine(status_stream)
+        self.tracker: Optional[WandbTracker] = None  # W&B, created in start() when run.wandb_project is set
 
     # -- inference (batcher thread) ------------------------------------------------------------------------
     def _handle(self, batch: StepBatch) -> np.ndarray:
@@ -259,6 +262,11 @@ class Learner:
         self.port = self.server.start()
         self.episode_log = summaries_lib.EpisodeLog(self.config.run.logdir)
         self.writer = summaries_lib.SummaryWriter(self.config.run.logdir)
+        run = self.config.run
+        if run.wandb_project:
+            public = replace(self.config, run=replace(run, auth_token=REDACTED if run.auth_token else ""))
+            self.tracker = WandbTracker(run.logdir, run.wandb_project, json.loads(public.to_json()),
+                                        entity=run.wandb_entity, mode=run.wandb_mode)
         self._train_thread = threading.Thread(target=self._train_loop, name="training", daemon=True)
         self._train_thread.start()
         return self.port
@@ -318,6 +326,8 @@ class Learner:
         if episodes:
             self.episode_log.write(episodes)
             self.writer.episodes(episodes)
+            if self.tracker is not None:
+                self.tracker.episodes(episodes)
 
     def _write_summaries(self, frame_rate, step_rate) -> None:
         with self._lock:
@@ -341,6 +351,8 @@ class Learner:
         metrics.update({f"transport/{k}": v for k, v in transport.items()
                         if isinstance(v, (int, float))})
         self.writer.scalars(metrics, step=frames)
+        if self.tracker is not None:
+            self.tracker.scalars(metrics, frames)
         self.status.update(summaries_lib.format_status(
             frames, fps, self.episode_log.mean_recent_return(self._report_eval),
             float(transport.get("mean_batch_fill", 0.0)),
@@ -376,6 +388,10 @@ class Learner:
         png = summaries_lib.plot_learning_curve(self.config.run.logdir)
         if png:
             print(f"seed_rl learner: learning curve written to {png}", flush=True)
+        if self.tracker is not None:
+            if png:
+                self.tracker.image("learning_curve", png)
+            self.tracker.finish()
 
     @property
     def done(self) -> bool:
