@@ -707,6 +707,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--server_kind", choices=("threads", "aio", "both"), default="both",
                         help="the gRPC server's concurrency design; both: each N with each kind, in this run")
     parser.add_argument("--no_write", action="store_true", help="print only; leave RESULTS.md alone")
+    parser.add_argument("--section", default="many_actors",
+                        help="the RESULTS.md section this run replaces (e.g. many_actors_10min for the long run)")
     args = parser.parse_args(argv)
     streams = [int(x) for x in args.streams.split(",") if x.strip()]
     if not streams or min(streams) < 1:
@@ -757,7 +759,9 @@ def main(argv: list[str] | None = None) -> int:
         + ("\nLimits and other problems met:\n\n" + "\n".join(notes) + "\n" if notes else "")
         + ("\nFirst error messages:\n\n" + "\n".join(messages) + "\n" if messages else "")
     )
-    _common.report("many_actors", "Many actors: N streams against one learner", body, t_script,
+    title = "Many actors: N streams against one learner" + ("" if args.section == "many_actors" else
+                                                              f" ({args.section})")
+    _common.report(args.section, title, body, t_script,
                    write=not args.no_write)
     return 0
 
