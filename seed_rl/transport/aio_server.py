@@ -108,10 +108,7 @@ class AioServicer(pb_grpc.LearnerServicer):
             state["closed"] = True
             doomed = list(outstanding)
             outstanding.clear()
-            for future in doomed:
-                future.cancel()
-            if doomed:
-                core.add_inflight(-len(doomed))
+            core.withdraw(doomed)
             room.release()  # a reader waiting for room wakes, sees `closed` and ends
 
         def end_on_loop(refusal: Refusal) -> None:

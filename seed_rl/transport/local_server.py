@@ -166,10 +166,7 @@ class _Connection:
                 doomed = [future for future, counted in self._outstanding if counted]
                 self._outstanding.clear()
             self._outstanding.append((refusal, False))
-        if doomed:
-            self._core.add_inflight(-len(doomed))
-        for future in doomed:
-            future.cancel()  # a request already in the handler finishes; its answer goes nowhere
+        self._core.withdraw(doomed)  # a request already in the handler finishes; its answer goes nowhere
         self._flush()
         return True
 
@@ -220,10 +217,7 @@ class _Connection:
             self._closed = True
             doomed = [future for future, counted in self._outstanding if counted]
             self._outstanding.clear()
-        for future in doomed:
-            future.cancel()
-        if doomed:
-            self._core.add_inflight(-len(doomed))
+        self._core.withdraw(doomed)
         self._room.release()  # a reader waiting for room wakes, sees `closed` and ends
         shutdown_socket(self._sock)
         if self._stream is not None:

@@ -116,10 +116,7 @@ class _Servicer(pb_grpc.LearnerServicer):
                 closed[0] = True
                 doomed = list(outstanding)
                 outstanding.clear()
-            for future in doomed:
-                future.cancel()
-            if doomed:
-                core.add_inflight(-len(doomed))
+            core.withdraw(doomed)
             room.release()  # a reader waiting for room wakes, sees `closed` and ends
 
         def end(refusal: Refusal) -> None:

@@ -333,6 +333,14 @@ class SessionCore:
             if self.inflight == 0:
                 self.inflight_cond.notify_all()
 
+    def withdraw(self, futures: list[concurrent.futures.Future]) -> None:
+        """Cancels queued messages whose stream is gone (the batcher skips cancelled requests) and takes them off
+        the in-flight count; both carriers' streams call it when they close."""
+        for future in futures:
+            future.cancel()
+        if futures:
+            self.add_inflight(-len(futures))
+
     # --------------------------------------------------------------------------------------------- handshake
 
     def handshake(self, request: pb.HandshakeRequest) -> pb.HandshakeResponse:
