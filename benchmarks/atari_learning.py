@@ -146,9 +146,12 @@ def report(args) -> Optional[str]:
             f"env {env['family']}:{env['name']} action repeat {env['num_action_repeats']}, options "
             f"{json.dumps(env.get('options'))}; {run['num_actors']} actors x {run['env_batch_size']} envs, unroll "
             f"{run['unroll_length']}, batch {run['batch_size']}; agent {config['agent_name']} "
-            + ", ".join(f"{k}={agent[k]}" for k in sorted(agent) if k in (
+            + ", ".join(f"{k}={agent[k]}" for k in sorted(agent) if (k == "rms_epsilon" and agent.get("optimizer") ==
+                                                                     "rmsprop") or (k == "adam_epsilon" and
+                                                                                    agent.get("optimizer") == "adam")
+                        or k in (
                 "network", "lstm_size", "optimizer", "learning_rate", "lr_schedule", "entropy_cost",
-                "max_abs_reward", "discounting", "rms_epsilon", "use_reward_and_action", "burn_in",
+                "max_abs_reward", "discounting", "use_reward_and_action", "burn_in", "initializer", "clip_norm",
                 "replay_buffer_size", "replay_ratio", "n_steps", "torso", "stack_size")))
     rows = [
         ("env frames", f"{last_frames:,d}"),
