@@ -17,9 +17,8 @@ import tensorflow as tf
 from seed_rl import agents as agents_lib
 from seed_rl.config import Config
 from seed_rl.envs import create_environment, env_specs
+from seed_rl.learner.checkpoints import BEST_DIR, CHECKPOINT_DIR
 from seed_rl.types import Agent, EnvOutput
-
-CHECKPOINT_DIR = "checkpoints"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,10 +49,11 @@ def checkpoint_path(logdir: str, checkpoint: Union[str, int] = "latest") -> str:
     FileNotFoundError (no checkpoint) or ValueError (unknown number)."""
     directory = os.path.join(logdir, CHECKPOINT_DIR)
     if checkpoint == "best":
-        best = tf.train.latest_checkpoint(os.path.join(directory, "best"))
+        best_dir = os.path.join(logdir, BEST_DIR)
+        best = tf.train.latest_checkpoint(best_dir)
         if best is None:
-            raise FileNotFoundError(f"no best checkpoint in {os.path.join(directory, 'best')}: the run has not "
-                                    "finished a window of episodes with a checkpoint yet (use latest)")
+            raise FileNotFoundError(f"no best checkpoint in {best_dir}: the run has not finished a window of "
+                                    "episodes with a checkpoint yet (use latest)")
         return best
     numbers = available_checkpoints(logdir)
     if not numbers:
@@ -68,12 +68,17 @@ def checkpoint_path(logdir: str, checkpoint: Union[str, int] = "latest") -> str:
     return os.path.join(directory, f"ckpt-{number}")
 
 
-def load_agent(logdir: str, checkpoint: Union[str, int] = "latest") -> tuple[Config, Agent]:
-    """Returns (config, agent) with the weights of ``checkpoint`` (default: the latest) in ``logdir``."""
+def load_config(logdir: str) -> Config:
+    """The run's ``config.json``, with the agent's config as its dataclass."""
     with open(os.path.join(logdir, "config.json")) as f:
         text = f.read()
     raw = Config.from_json(text)
-    config = Config.from_json(text, agents_lib.config_class(raw.agent_name))
+    return Config.from_json(text, agents_lib.config_class(raw.agent_name))
+
+
+def load_agent(logdir: str, checkpoint: Union[str, int] = "latest") -> tuple[Config, Agent]:
+    """Returns (config, agent) with the weights of ``checkpoint`` (default: the latest) in ``logdir``."""
+    config = load_config(logdir)
     path = checkpoint_path(logdir, checkpoint)
     obs_spec, act_spec = env_specs(config.env)
     agent = agents_lib.make_agent(config.agent_name, config.agent, obs_spec, act_spec)
@@ -234,10 +239,7 @@ def load_policy(logdir: str, checkpoint: Union[str, int] = "latest", greedy: boo
     path = os.path.join(logdir, "saved_model")
     if not os.path.isdir(path):
         raise FileNotFoundError(f"no SavedModel in {path}: the learner exports it when a run ends")
-    with open(os.path.join(logdir, "config.json")) as f:
-        text = f.read()
-    raw = Config.from_json(text)
-    config = Config.from_json(text, agents_lib.config_class(raw.agent_name))
+    config = load_config(logdir)
     model = tf.saved_model.load(path)
 
     def step(prev_action, env_output, state):
