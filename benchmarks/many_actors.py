@@ -58,6 +58,7 @@ from seed_rl.types import ArraySpec, EnvOutput, StepBatch  # noqa: E402
 OBS_SPEC = ArraySpec(shape=(4,), dtype="float32")  # CartPole's, so that --real_learner serves the same specs
 ACTION_SPEC = ArraySpec(shape=(), dtype="int32", num_values=2)
 MAX_BATCH_WAIT_MS = 2.0
+CLIENT_KINDS = ("sync", "aio")
 MAX_LEARNER_THREADS = 48  # "at most a few dozen" threads in the learner's process at N=1000
 MIN_RATE_RATIO = 0.8  # round trips/s at N=1000 over those at N=100
 MAX_RSS_GROWTH = 0.05  # over the second half of the window
@@ -367,6 +368,10 @@ def _client_main(index: int, address: str, tasks: list[int], shared_in: dict, st
         thread.join(timeout=max(0.0, hard_end - time.time()))
     if any(t.is_alive() for t in threads):
         notes.append(f"client process {index}: some actors did not stop in time")
+    _report_done(index, actors, notes, results)
+
+
+def _report_done(index: int, actors: list, notes: list[str], results) -> None:
     errors: collections.Counter = collections.Counter()
     messages: list[str] = []
     for actor in actors:
@@ -380,6 +385,134 @@ def _client_main(index: int, address: str, tasks: list[int], shared_in: dict, st
     latencies = np.concatenate([np.frombuffer(a.latencies, np.float32) for a in actors] or [np.zeros(0, np.float32)])
     ends = np.concatenate([np.frombuffer(a.ends, np.float32) for a in actors] or [np.zeros(0, np.float32)])
     results.put(("done", index, latencies, ends, dict(errors), messages, notes))
+
+
+class _AioActor(_Actor):
+    """One simulated actor as a coroutine on its client process's event loop (``--client=aio``): the same
+    protocol as ``LearnerClient`` (a Handshake, then one closed-loop Stream; the same codec), through grpc.aio, so
+    that a client process holds one thread for all its streams instead of two per stream."""
+
+    def __init__(self, address: str, task: int, shared: dict) -> None:
+        super().__init__(address, task, shared)
+        self.ready_aio = None  # an asyncio.Event, made on the loop
+
+    async def run_aio(self) -> None:
+        import asyncio
+
+        import grpc
+
+        from seed_rl.protos import PROTOCOL_VERSION, SESSION_METADATA_KEY, codec
+        from seed_rl.protos import seed_rl_pb2 as pb
+        from seed_rl.protos import seed_rl_pb2_grpc as pb_grpc
+        from seed_rl.transport.client import _CHANNEL_OPTIONS
+
+        shared = self.shared
+        seconds = shared["seconds"]
+        env_step_s = shared["env_step_ms"] / 1000.0
+        rng = np.random.default_rng(self.task)
+        stop_flag, start_at = shared["stop"], shared["start_at"]
+        options = (*_CHANNEL_OPTIONS, *(OWN_CONNECTION if shared["connection"] == "per_stream" else ()))
+        request = pb.HandshakeRequest(protocol_version=PROTOCOL_VERSION, task=self.task)
+        try:
+            while not stop_flag.value:
+                channel = grpc.aio.insecure_channel(self.address, options=options)
+                try:
+                    stub = pb_grpc.LearnerStub(channel)
+                    remaining = max(1.0, shared["setup_deadline"] - time.time())
+                    info = await stub.Handshake(request, timeout=remaining, wait_for_ready=True)
+                    k = info.env_id_end - info.env_id_begin
+                    env_ids = np.arange(info.env_id_begin, info.env_id_end, dtype=np.int32)
+                    run_ids = rng.integers(1, 2**62, size=k, dtype=np.int64)
+                    obs = _observation(codec.decode_observation_spec(info.observation_spec), k)
+                    call = stub.Stream(metadata=((SESSION_METADATA_KEY, info.session_id),))
+                    step = 0
+                    while not stop_flag.value:
+                        batch = StepBatch(
+                            env_ids=env_ids, run_ids=run_ids,
+                            env_outputs=EnvOutput(reward=np.zeros(k, np.float32), done=np.zeros(k, np.bool_),
+                                                  observation=obs, abandoned=np.zeros(k, np.bool_),
+                                                  episode_step=np.full(k, step, np.int32)),
+                            raw_rewards=np.zeros(k, np.float32))
+                        t0, p0 = time.time(), time.perf_counter()
+                        await call.write(codec.encode_step_batch(batch))
+                        answer = await call.read()
+                        if answer is grpc.aio.EOF:
+                            raise ConnectionError("the learner closed the stream")
+                        actions = codec.decode_array(answer.actions, "ActionBatch.actions")
+                        if actions.shape[0] != k:
+                            raise ValueError(f"{actions.shape[0]} actions for {k} envs")
+                        t1, p1 = time.time(), time.perf_counter()
+                        step += 1
+                        if not self.ok:
+                            self.ok = True
+                            self.ready_aio.set()
+                        start = start_at.value
+                        if start > 0:
+                            if t0 >= start and t1 <= start + seconds:
+                                self.latencies.append(p1 - p0)
+                                self.ends.append(t1 - start)
+                            elif t1 > start + seconds:
+                                return
+                        if env_step_s:
+                            await asyncio.sleep(env_step_s)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as e:  # noqa: BLE001 - counted; the actor reconnects, as a real one does
+                    self._count_aio(e)
+                    if time.time() > shared["setup_deadline"] and not self.ok:
+                        return
+                    await asyncio.sleep(_RECONNECT_PAUSE_S)
+                finally:
+                    await channel.close()
+        finally:
+            self.ready_aio.set()
+
+    def _count_aio(self, error: BaseException) -> None:
+        import grpc
+
+        if isinstance(error, grpc.aio.AioRpcError):
+            from seed_rl.protos import REASON_METADATA_KEY
+
+            reason = dict(error.trailing_metadata() or ()).get(REASON_METADATA_KEY, "")
+            key = error.code().name + (f" ({reason})" if reason else "")
+            text = f"{error.code().name}: {error.details()}"
+        else:
+            key, text = type(error).__name__, str(error)
+        self.errors[(self._phase(time.time()), key)] += 1
+        if len(self.messages) < 3:
+            self.messages.append(f"task {self.task}: {text}")
+
+
+def _client_main_aio(index: int, address: str, tasks: list[int], shared_in: dict, start_at, stop, results) -> None:
+    """``_client_main`` with every stream a coroutine on one event loop (``--client=aio``)."""
+    import asyncio
+
+    limit, note = raise_open_file_limit(_fds_needed(len(tasks)))
+    notes = [note] if note else []
+    shared = dict(shared_in, start_at=start_at, stop=stop)
+    actors = [_AioActor(address, t, shared) for t in tasks]
+
+    async def main() -> None:
+        for actor in actors:
+            actor.ready_aio = asyncio.Event()
+        runs = [asyncio.create_task(actor.run_aio()) for actor in actors]
+        deadline = shared["setup_deadline"]
+        try:
+            await asyncio.wait_for(asyncio.gather(*(a.ready_aio.wait() for a in actors)),
+                                   timeout=max(0.0, deadline - time.time()))
+        except asyncio.TimeoutError:
+            pass
+        results.put(("ready", index, sum(a.ok for a in actors), len(actors), os.getpid()))
+        hard_end = deadline + 120 + shared["warmup"] + shared["seconds"]
+        _, pending = await asyncio.wait(runs, timeout=max(0.0, hard_end - time.time()))
+        if pending:
+            notes.append(f"client process {index}: some actors did not stop in time")
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    asyncio.run(main())
+    _report_done(index, actors, notes, results)
 
 
 # ------------------------------------------------------------------------------------------------ one cell
@@ -411,7 +544,7 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
                 local_stream: bool = False, real_learner: bool = False, connection: str = "per_stream",
                 env_step_ms: float = 0.0, setup_timeout: float | None = None,
                 sample_period: float | None = None, server_kind: str = "threads", envs_per_stream: int = 1,
-                inference_batch_size: int = 0) -> dict:
+                inference_batch_size: int = 0, client: str = "sync") -> dict:
     """Runs N streams for ``warmup`` + ``seconds`` and returns the measurements (see the module docstring).
 
     ``envs_per_stream`` K makes each stream an actor with K envs (one message carries K rows; num_envs = N K,
@@ -425,6 +558,10 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
     """
     if connection not in ("per_stream", "shared"):
         raise ValueError(f"connection must be per_stream or shared, got {connection!r}")
+    if client not in CLIENT_KINDS:
+        raise ValueError(f"client must be one of {', '.join(CLIENT_KINDS)}, got {client!r}")
+    if client == "aio" and local_stream:
+        raise ValueError("--client=aio speaks gRPC only; the same-host socket needs --client=sync")
     processes = max(1, min(client_processes, n))
     setup_timeout = setup_timeout if setup_timeout is not None else 30.0 + 0.1 * n + (60.0 if real_learner else 0)
     sample_period = sample_period if sample_period is not None else min(1.0, max(0.1, seconds / 30))
@@ -458,7 +595,8 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
                       local_stream=bool(local_stream), connection=connection, setup_timeout=setup_timeout,
                       setup_deadline=setup_deadline)
         tasks = [list(range(i, n, processes)) for i in range(processes)]
-        clients = [ctx.Process(target=_client_main, args=(i, address, tasks[i], shared, start_at, stop, results),
+        target = _client_main_aio if client == "aio" else _client_main
+        clients = [ctx.Process(target=target, args=(i, address, tasks[i], shared, start_at, stop, results),
                                daemon=True, name=f"many_actors-client-{i}") for i in range(processes)]
         for p in clients:
             p.start()
@@ -532,7 +670,7 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
         sockets=sockets, ends=all_ends, stats=stats, seconds=seconds,
         server_cpu=cpu.seconds.get("server", 0.0) / cpu.wall,
         clients_cpu=sum(v for k, v in cpu.seconds.items() if k.startswith("client ")) / cpu.wall,
-        setup_s=setup_s, window_end_s=window_end - window_start, local_stream=local_stream, connection=connection,
+        setup_s=setup_s, window_end_s=window_end - window_start, local_stream=local_stream, connection=connection, client=client,
         real_learner=real_learner, server_kind=server_kind, envs_per_stream=envs_per_stream,
         inference_batch_size=inference_batch_size)
 
@@ -701,6 +839,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="serve with seed_rl's Learner (CartPole, tiny MLP, training) instead of zeros from numpy")
     parser.add_argument("--connection", choices=("per_stream", "shared"), default="per_stream",
                         help="one TCP connection per stream (as separate actor processes) or one per client process")
+    parser.add_argument("--client", choices=CLIENT_KINDS, default="sync",
+                        help="sync: each stream a LearnerClient thread (what an actor runs); aio: each stream a "
+                             "grpc.aio coroutine speaking the same protocol, one thread per client process, so that "
+                             "1,000 streams from a few processes on a small machine load the server, not the "
+                             "client threads")
     parser.add_argument("--env_step_ms", type=float, default=0.0, help="simulated env time per step")
     parser.add_argument("--setup_timeout", type=float, default=None,
                         help="seconds for every stream to connect and step once (default 30 + 0.1 N)")
@@ -716,7 +859,8 @@ def main(argv: list[str] | None = None) -> int:
 
     load_before = _common.loadavg()
     t_script = time.monotonic()
-    print(f"many_actors: streams {streams}, {args.seconds:g} s each, {args.client_processes} client processes, "
+    print(f"many_actors: streams {streams}, {args.seconds:g} s each, {args.client_processes} client processes "
+          f"({args.client} clients), "
           f"{'same-host socket' if args.local_stream else 'gRPC'}, "
           f"{'real learner' if args.real_learner else 'numpy handler'}; load {load_before}", flush=True)
     kinds = ["threads", "aio"] if args.server_kind == "both" else [args.server_kind]
@@ -724,7 +868,8 @@ def main(argv: list[str] | None = None) -> int:
     for n, kind in [(n, kind) for n in streams for kind in kinds]:
         r = run_streams(n, seconds=args.seconds, warmup=args.warmup, client_processes=args.client_processes,
                         local_stream=args.local_stream, real_learner=args.real_learner, connection=args.connection,
-                        env_step_ms=args.env_step_ms, setup_timeout=args.setup_timeout, server_kind=kind)
+                        env_step_ms=args.env_step_ms, setup_timeout=args.setup_timeout, server_kind=kind,
+                        client=args.client)
         th = thread_stats(r)
         print(f"  {kind} N={n}: {r['rate']:,.0f} round trips/s, p50 {r['p50_ms']:.2f} ms, p99 {r['p99_ms']:.2f} ms, "
               f"errors {sum(r['errors'].values())}, server threads max {th['max']} "
@@ -742,7 +887,10 @@ def main(argv: list[str] | None = None) -> int:
     body = (
         _common.run_facts(load_before)
         + f"\nN simulated actors (1 env, a 4-float32 observation, closed loop, env time {args.env_step_ms:g} ms), "
-        f"each a `LearnerClient` thread with {'its own TCP connection' if args.connection == 'per_stream' else 'the connection of its process'}, "
+        + ("each a `LearnerClient` thread with " if args.client == "sync" else
+           "each a grpc.aio coroutine (the same protocol and codec as `LearnerClient`, one event loop per client "
+           "process) with ")
+        + f"{'its own TCP connection' if args.connection == 'per_stream' else 'the connection of its process'}, "
         f"spread over {args.client_processes} client processes, stream over {carrier} to a server process: "
         f"{server_kind}, num_envs = N, env_batch_size 1, inference batch max(1, N // 2), max_batch_wait_ms "
         f"{MAX_BATCH_WAIT_MS:g}; gRPC server {' and '.join(f'`{k}`' for k in kinds)} (threads: the default pool, 2 "

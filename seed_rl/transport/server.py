@@ -442,6 +442,9 @@ class InferenceServer:
         self.stop()
 
 
+UNREQUESTED_CALL_WAIT_S = 600
+"""How long (seconds) a call may wait for the server to take it up before gRPC cancels it (its default: 30)."""
+
 SERVER_OPTIONS = (
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
@@ -450,5 +453,10 @@ SERVER_OPTIONS = (
     # Accept the clients' keepalive pings (every 30 s, also while they wait on a blocked inference); gRPC's
     # default minimum of 5 minutes would answer them with GOAWAY "too_many_pings".
     ("grpc.http2.min_recv_ping_interval_without_data_ms", 10_000),
+    # gRPC cancels a call that arrived but that the server has not taken up yet (no free worker thread, or the
+    # event loop busy) after 30 s, and the actor sees a bare CANCELLED. When hundreds of actors connect at once
+    # their handshakes and first streams queue that long; let them wait (the actor's own connect timeout
+    # still bounds the wait). Measured with benchmarks/many_actors.py at 1,000 streams (docs/transport.md).
+    ("grpc.server_max_unrequested_time_in_server", UNREQUESTED_CALL_WAIT_S),
 )
 """The options of the learner's ``grpc.server`` (also used by the grpc.aio variant in benchmarks/)."""

@@ -129,3 +129,24 @@ def test_a_nested_observation_is_refused_with_a_clear_error():
     with pytest.raises(ValueError, match="one array observation"):
         R2D2Agent(R2D2Config(torso="mlp", mlp_sizes=(8,), stack_size=1, lstm_size=8, hidden_size=8), nested,
                   ArraySpec((), "int32", num_values=3), num_envs=2)
+
+
+@pytest.mark.parametrize("torso,conv_filters", [("nature", [32, 64, 64]), ("impala_shallow", [16, 32])])
+def test_image_torsos_build_and_act_on_stacked_frames(torso, conv_filters):
+    """Both CNN torsos take 4 stacked 84x84 frames; impala_shallow is the cheaper one atari_r2d2_fast uses."""
+    from seed_rl.agents.r2d2.agent import build_network
+
+    obs = ArraySpec((84, 84, 1), "uint8")
+    act = ArraySpec((), "int32", num_values=4)
+    net = build_network(R2D2Config(torso=torso, lstm_size=16, hidden_size=16), obs, act)
+    state = net.initial_state(3)
+    env_outputs = zeros_env_output(obs, 3)
+    out, state = net(tf.zeros([3], tf.int32), env_outputs, state)
+    assert out.q_values.shape == (3, 4)
+    assert [layer.filters for layer in net.torso.convs] == conv_filters
+    assert net.torso.convs[0].kernel.shape == (8, 8, 4, conv_filters[0])  # the 4 stacked frames are its channels
+
+
+def test_unknown_torso_is_refused_with_the_choices():
+    with pytest.raises(ValueError, match="nature, impala_shallow, mlp"):
+        R2D2Config(torso="resnet")

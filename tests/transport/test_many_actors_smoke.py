@@ -2,7 +2,8 @@
 
 The benchmark starts a server process (InferenceServer with a numpy handler) and client processes whose threads
 are simulated actors over gRPC; here 100 streams in 2 client processes for 3 s, once per server kind (thread pool,
-grpc.aio), so that it stays well under a minute on two loaded cores. It checks what the full run reports: no errors, a positive round-trip rate, latencies, and the
+grpc.aio) with LearnerClient threads, and once with grpc.aio coroutines as the clients (``--client=aio``), so that
+it stays well under a minute on two loaded cores. It checks what the full run reports: no errors, a positive round-trip rate, latencies, and the
 server process's thread and RSS samples.
 """
 
@@ -20,12 +21,15 @@ import many_actors  # noqa: E402
 N = 100
 
 
-@pytest.fixture(scope="module", params=["threads", "aio"])
+@pytest.fixture(scope="module", params=[("threads", "sync"), ("aio", "sync"), ("aio", "aio")],
+                ids=["threads-server", "aio-server", "aio-server-aio-clients"])
 def result(request):
+    server_kind, client = request.param
     results_md = os.path.join(BENCHMARKS, "RESULTS.md")
     before = os.stat(results_md).st_mtime_ns if os.path.exists(results_md) else None
     r = many_actors.run_streams(N, seconds=3.0, warmup=0.5, client_processes=2, setup_timeout=20.0,
-                                server_kind=request.param)
+                                server_kind=server_kind, client=client)
+    assert r["client"] == client
     after = os.stat(results_md).st_mtime_ns if os.path.exists(results_md) else None
     assert before == after, "the core function must not write RESULTS.md"
     return r

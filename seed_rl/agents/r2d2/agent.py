@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from seed_rl.agents.r2d2.config import R2D2Config
 from seed_rl.agents.r2d2.loss import compute_loss, sequence_td_errors
-from seed_rl.networks import MLPTorso, checkpoint_variables
+from seed_rl.networks import ImpalaShallowTorso, MLPTorso, checkpoint_variables
 from seed_rl.networks.dueling import DuelingLSTMDQNNet
 from seed_rl.ops.priorities import sequence_priorities
 from seed_rl.ops.specs import zeros_env_output
@@ -43,7 +43,12 @@ def build_network(config: R2D2Config, observation_spec: ObservationSpec, action_
     if not isinstance(observation_spec, ArraySpec):
         raise ValueError(f"R2D2's network takes one array observation; this environment's is a nest: "
                          f"{observation_spec}")
-    torso = MLPTorso(config.mlp_sizes) if config.torso == "mlp" else None
+    if config.torso == "mlp":
+        torso = MLPTorso(config.mlp_sizes)
+    elif config.torso == "impala_shallow":
+        torso = ImpalaShallowTorso(256)
+    else:
+        torso = None  # the network's default, the Nature CNN
     return DuelingLSTMDQNNet(action_spec.num_values, tuple(observation_spec.shape), stack_size=config.stack_size,
                              torso=torso, lstm_size=config.lstm_size, hidden_size=config.hidden_size)
 

@@ -9,6 +9,8 @@ import dataclasses
 
 from seed_rl.config import field
 
+TORSOS = ("nature", "impala_shallow", "mlp")
+
 
 @dataclasses.dataclass(frozen=True)
 class R2D2Config:
@@ -34,7 +36,8 @@ class R2D2Config:
     # Acting.
     eval_epsilon: float = field(1e-3, "Epsilon of the evaluation envs (the highest env ids).")
     # Network (main file).
-    torso: str = field("nature", "nature (Atari CNN) or mlp (vector observations).")
+    torso: str = field("nature", "nature (the Nature DQN CNN, as the original), impala_shallow (IMPALA's shallow "
+                                 "CNN, about a third of its cost per frame) or mlp (vector observations).")
     stack_size: int = field(4, "Frames stacked on the learner as part of the recurrent state.")
     mlp_sizes: tuple = field((64,), "Hidden sizes of the MLP torso.")
     lstm_size: int = field(512, "LSTM units.")
@@ -51,7 +54,7 @@ class R2D2Config:
             raise ValueError(f"replay_ratio must be > 0, got {self.replay_ratio}")
         if self.replay_buffer_min_size > self.replay_buffer_size:
             raise ValueError("replay_buffer_min_size must not exceed replay_buffer_size")
-        if self.torso not in ("nature", "mlp"):
-            raise ValueError(f"torso must be nature or mlp, got {self.torso!r}")
+        if self.torso not in TORSOS:
+            raise ValueError(f"torso must be one of {', '.join(TORSOS)}, got {self.torso!r}")
         if self.torso == "mlp" and self.stack_size != 1:
             raise ValueError("frame stacking (stack_size > 1) needs image observations (torso=nature)")
