@@ -61,12 +61,60 @@ class AioLoop:
             self.loop.close()
 
 
+class _Completions:
+    """Hands the batcher's finished futures to the event loop in bursts.
+
+    ``asyncio.wrap_future`` wakes the loop once per future (a write to its self-pipe and a callback each); an
+    inference batch finishes hundreds of futures at once. Here the first future of a burst schedules one drain on
+    the loop and the others join its list, so the loop wakes once per batch.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._lock = threading.Lock()
+        self._ready: list[tuple[concurrent.futures.Future, asyncio.Future]] = []
+        self._scheduled = False
+
+    def wrap(self, future: concurrent.futures.Future) -> asyncio.Future:
+        """An asyncio future of the loop that gets ``future``'s outcome (call on the loop thread)."""
+        waiter = self._loop.create_future()
+        future.add_done_callback(lambda done: self._done(done, waiter))
+        return waiter
+
+    def _done(self, future: concurrent.futures.Future, waiter: asyncio.Future) -> None:  # any thread
+        with self._lock:
+            self._ready.append((future, waiter))
+            if self._scheduled:
+                return
+            self._scheduled = True
+        try:
+            self._loop.call_soon_threadsafe(self._drain)
+        except RuntimeError:  # the loop is closed: the server stopped, nobody waits
+            pass
+
+    def _drain(self) -> None:  # on the loop thread
+        with self._lock:
+            ready, self._ready = self._ready, []
+            self._scheduled = False
+        for future, waiter in ready:
+            if waiter.done():  # its task was cancelled meanwhile
+                continue
+            error = None if future.cancelled() else future.exception()
+            if future.cancelled():
+                waiter.cancel()
+            elif error is not None:
+                waiter.set_exception(error)
+            else:
+                waiter.set_result(future.result())
+
+
 class AioServicer(pb_grpc.LearnerServicer):
     """The grpc.aio servicer: every stream is a coroutine, no thread is held per stream."""
 
     def __init__(self, core: SessionCore) -> None:
         self._core = core
         self.active_streams = 0  # changed on the loop thread only; read anywhere
+        self._completions: _Completions | None = None  # made on the loop, at the first stream
 
     @staticmethod
     async def _abort(context: grpc.aio.ServicerContext, refusal: Refusal) -> None:
@@ -94,6 +142,9 @@ class AioServicer(pb_grpc.LearnerServicer):
         """
         core = self._core
         loop = asyncio.get_running_loop()
+        if self._completions is None:
+            self._completions = _Completions(loop)
+        completions = self._completions
         outstanding: collections.deque[concurrent.futures.Future] = collections.deque()
         results: asyncio.Queue = asyncio.Queue()  # futures in arrival order, then _END or a Refusal
         room = asyncio.Semaphore(MAX_READ_AHEAD)
@@ -158,8 +209,11 @@ class AioServicer(pb_grpc.LearnerServicer):
                 if isinstance(item, Refusal):
                     raise item
                 try:
-                    actions = await asyncio.wrap_future(item)
+                    actions = await completions.wrap(item)
                 except asyncio.CancelledError:
+                    # This task was cancelled (the RPC is gone: withdraw the request, as asyncio.wrap_future would;
+                    # a no-op once it is answered), or the core withdrew the request (``item`` is cancelled).
+                    item.cancel()
                     if not item.cancelled():
                         raise  # the RPC itself was cancelled (the client went away)
                     if state["ended"] is not None:

@@ -313,6 +313,7 @@ class SessionCore:
         self.stream_idle_timeout_s = float(stream_idle_timeout_s)
         self.max_grpc_streams = max_grpc_streams
         self._streams: dict[StreamHandle, None] = {}  # live streams, oldest first (an ordered set)
+        self._task_streams: dict[int, dict[StreamHandle, None]] = {}  # the same, by task (attach is O(1) in N)
         self._grpc_streams = 0
         self._stopped = threading.Event()
         self._watchdog: threading.Thread | None = None
@@ -480,7 +481,7 @@ class SessionCore:
             if session.stream is not None:
                 victims.append((session.stream, self._stream_superseded(session)))
             # Every other session of the task is older (this one is current): keep the newest one's stream.
-            older = [h for h in self._streams if h.session.task == session.task and h.session is not session]
+            older = [h for h in self._task_streams.get(session.task, ()) if h.session is not session]
             victims.extend((h, self._superseded(h.session)) for h in older[:-1])
             grpc_after = self._grpc_streams + (carrier == "grpc") - sum(h.carrier == "grpc" for h, _ in victims)
             if (
@@ -500,6 +501,7 @@ class SessionCore:
                 self._detach_locked(victim, refusal)
             self.counters["superseded_streams"] += len(victims)
             self._streams[handle] = None
+            self._task_streams.setdefault(session.task, {})[handle] = None  # (the victims' detach may drop it)
             self._grpc_streams += carrier == "grpc"
             session.stream = handle
             if self._watchdog is None and self.stream_idle_timeout_s > 0:
@@ -520,6 +522,10 @@ class SessionCore:
         if stream not in self._streams:
             return
         del self._streams[stream]
+        task_streams = self._task_streams[stream.session.task]
+        del task_streams[stream]
+        if not task_streams:
+            del self._task_streams[stream.session.task]
         self._grpc_streams -= stream.carrier == "grpc"
         if stream.session.stream is stream:
             stream.session.stream = None
