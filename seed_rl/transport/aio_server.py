@@ -33,6 +33,8 @@ __all__ = ["AioLoop", "AioServicer"]
 _log = logging.getLogger(__name__)
 
 _END = object()
+DRAIN_CHUNK = 64
+"""Answers the loop hands to their streams per iteration (``_Completions``)."""
 _T = TypeVar("_T")
 
 
@@ -93,9 +95,15 @@ class _Completions:
             pass
 
     def _drain(self) -> None:  # on the loop thread
+        # At most DRAIN_CHUNK per loop iteration, the rest in the next ones: grpc.aio's server takes up new calls
+        # (handshakes, new streams) one per loop iteration, so shorter iterations let actors connect while a
+        # thousand others are stepping.
         with self._lock:
-            ready, self._ready = self._ready, []
-            self._scheduled = False
+            ready, self._ready = self._ready[:DRAIN_CHUNK], self._ready[DRAIN_CHUNK:]
+            if self._ready:
+                self._loop.call_soon(self._drain)
+            else:
+                self._scheduled = False
         for future, waiter in ready:
             if waiter.done():  # its task was cancelled meanwhile
                 continue
