@@ -404,14 +404,14 @@ class _AioActor(_Actor):
         from seed_rl.protos import PROTOCOL_VERSION, SESSION_METADATA_KEY, codec
         from seed_rl.protos import seed_rl_pb2 as pb
         from seed_rl.protos import seed_rl_pb2_grpc as pb_grpc
-        from seed_rl.transport.client import _CHANNEL_OPTIONS
+        from seed_rl.transport.client import CHANNEL_OPTIONS
 
         shared = self.shared
         seconds = shared["seconds"]
         env_step_s = shared["env_step_ms"] / 1000.0
         rng = np.random.default_rng(self.task)
         stop_flag, start_at = shared["stop"], shared["start_at"]
-        options = (*_CHANNEL_OPTIONS, *(OWN_CONNECTION if shared["connection"] == "per_stream" else ()))
+        options = (*CHANNEL_OPTIONS, *(OWN_CONNECTION if shared["connection"] == "per_stream" else ()))
         request = pb.HandshakeRequest(protocol_version=PROTOCOL_VERSION, task=self.task)
         try:
             while not stop_flag.value:

@@ -49,11 +49,11 @@ from seed_rl.types import ArraySpec, ObservationSpec, StepBatch
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["HandshakeInfo", "LearnerClient"]
+__all__ = ["CHANNEL_OPTIONS", "HandshakeInfo", "LearnerClient"]
 
 _log = logging.getLogger(__name__)
 
-_CHANNEL_OPTIONS = (
+CHANNEL_OPTIONS = (
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
     # gRPC's own reconnect back-off starts at 1 s and grows to 120 s: far too slow to notice a learner that
@@ -65,6 +65,7 @@ _CHANNEL_OPTIONS = (
     ("grpc.keepalive_time_ms", 30_000),
     ("grpc.keepalive_timeout_ms", 20_000),
 )
+"""The options of every actor channel (message limits, reconnect back-off, keepalive); ``channel_options`` add to them."""
 
 _INITIAL_RETRY_DELAY_S = 0.05
 _MAX_RETRY_DELAY_S = 2.0
@@ -376,9 +377,9 @@ class LearnerClient:
 
     def _open_channel(self) -> None:
         if self._credentials is None:
-            channel = grpc.insecure_channel(self._address, options=(*_CHANNEL_OPTIONS, *self._channel_options))
+            channel = grpc.insecure_channel(self._address, options=(*CHANNEL_OPTIONS, *self._channel_options))
         else:
-            options = (*_CHANNEL_OPTIONS, *tls.channel_options(self._tls_server_name), *self._channel_options)
+            options = (*CHANNEL_OPTIONS, *tls.channel_options(self._tls_server_name), *self._channel_options)
             channel = grpc.secure_channel(self._address, self._credentials, options=options)
         self._channel = channel
         self._stub = pb_grpc.LearnerStub(channel)
