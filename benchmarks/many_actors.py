@@ -257,6 +257,15 @@ def _observation(spec, rows: int):
     return np.zeros((rows, *spec.shape), spec.dtype)
 
 
+def _step_batch(env_ids: np.ndarray, run_ids: np.ndarray, obs, step: int) -> StepBatch:
+    k = len(env_ids)
+    return StepBatch(
+        env_ids=env_ids, run_ids=run_ids,
+        env_outputs=EnvOutput(reward=np.zeros(k, np.float32), done=np.zeros(k, np.bool_), observation=obs,
+                              abandoned=np.zeros(k, np.bool_), episode_step=np.full(k, step, np.int32)),
+        raw_rewards=np.zeros(k, np.float32))
+
+
 class _Actor:
     """One simulated actor (one stream, one env) on its own thread."""
 
@@ -275,6 +284,17 @@ class _Actor:
             return "setup"
         return "window" if now <= start + self.shared["seconds"] else "after"
 
+    def _record(self, t0: float, p0: float, t1: float, p1: float) -> bool:
+        """Books one answered step (wall times t, perf_counter times p); True once the window is over."""
+        start, seconds = self.shared["start_at"].value, self.shared["seconds"]
+        if start > 0:
+            if t0 >= start and t1 <= start + seconds:
+                self.latencies.append(p1 - p0)
+                self.ends.append(t1 - start)
+            elif t1 > start + seconds:
+                return True
+        return False
+
     def _count(self, error: BaseException) -> None:
         code = getattr(error, "code", None)
         reason = getattr(error, "reason", "")
@@ -289,10 +309,9 @@ class _Actor:
         from seed_rl.transport.client import LearnerClient
 
         shared = self.shared
-        seconds = shared["seconds"]
         env_step_s = shared["env_step_ms"] / 1000.0
         rng = np.random.default_rng(self.task)
-        stop_flag, start_at = shared["stop"], shared["start_at"]
+        stop_flag = shared["stop"]
         client = LearnerClient(self.address, self.task, connect_timeout_s=shared["setup_timeout"],
                                local_stream=shared["local_stream"],
                                channel_options=OWN_CONNECTION if shared["connection"] == "per_stream" else ())
@@ -308,12 +327,7 @@ class _Actor:
                         run_ids = rng.integers(1, 2**62, size=k, dtype=np.int64)  # new runs after a reconnect
                         obs = _observation(info.observation_spec, k)
                         step = 0
-                    batch = StepBatch(
-                        env_ids=env_ids, run_ids=run_ids,
-                        env_outputs=EnvOutput(reward=np.zeros(k, np.float32), done=np.zeros(k, np.bool_),
-                                              observation=obs, abandoned=np.zeros(k, np.bool_),
-                                              episode_step=np.full(k, step, np.int32)),
-                        raw_rewards=np.zeros(k, np.float32))
+                    batch = _step_batch(env_ids, run_ids, obs, step)
                     t0, p0 = time.time(), time.perf_counter()
                     client.step(batch)
                     t1, p1 = time.time(), time.perf_counter()
@@ -321,13 +335,8 @@ class _Actor:
                     if not self.ok:
                         self.ok = True
                         self.ready.set()
-                    start = start_at.value
-                    if start > 0:
-                        if t0 >= start and t1 <= start + seconds:
-                            self.latencies.append(p1 - p0)
-                            self.ends.append(t1 - start)
-                        elif t1 > start + seconds:
-                            return
+                    if self._record(t0, p0, t1, p1):
+                        return
                     if env_step_s:
                         time.sleep(env_step_s)
                 except Exception as e:  # noqa: BLE001 - counted; the actor reconnects, as a real one does
@@ -407,10 +416,9 @@ class _AioActor(_Actor):
         from seed_rl.transport.client import CHANNEL_OPTIONS
 
         shared = self.shared
-        seconds = shared["seconds"]
         env_step_s = shared["env_step_ms"] / 1000.0
         rng = np.random.default_rng(self.task)
-        stop_flag, start_at = shared["stop"], shared["start_at"]
+        stop_flag = shared["stop"]
         options = (*CHANNEL_OPTIONS, *(OWN_CONNECTION if shared["connection"] == "per_stream" else ()))
         request = pb.HandshakeRequest(protocol_version=PROTOCOL_VERSION, task=self.task)
         try:
@@ -427,12 +435,7 @@ class _AioActor(_Actor):
                     call = stub.Stream(metadata=((SESSION_METADATA_KEY, info.session_id),))
                     step = 0
                     while not stop_flag.value:
-                        batch = StepBatch(
-                            env_ids=env_ids, run_ids=run_ids,
-                            env_outputs=EnvOutput(reward=np.zeros(k, np.float32), done=np.zeros(k, np.bool_),
-                                                  observation=obs, abandoned=np.zeros(k, np.bool_),
-                                                  episode_step=np.full(k, step, np.int32)),
-                            raw_rewards=np.zeros(k, np.float32))
+                        batch = _step_batch(env_ids, run_ids, obs, step)
                         t0, p0 = time.time(), time.perf_counter()
                         await call.write(codec.encode_step_batch(batch))
                         answer = await call.read()
@@ -446,13 +449,8 @@ class _AioActor(_Actor):
                         if not self.ok:
                             self.ok = True
                             self.ready_aio.set()
-                        start = start_at.value
-                        if start > 0:
-                            if t0 >= start and t1 <= start + seconds:
-                                self.latencies.append(p1 - p0)
-                                self.ends.append(t1 - start)
-                            elif t1 > start + seconds:
-                                return
+                        if self._record(t0, p0, t1, p1):
+                            return
                         if env_step_s:
                             await asyncio.sleep(env_step_s)
                 except asyncio.CancelledError:
