@@ -10,10 +10,11 @@ if [ ! -x "$root/.venv/bin/python" ]; then
   "$python" -m venv "$root/.venv"
 fi
 stamp="$root/.venv/.seed_rl_install_stamp"
-want="$(cat "$root/pyproject.toml" | sha256sum | cut -d' ' -f1) $extras"
+want="$(cat "$root/pyproject.toml" "$root/docker/constraints.txt" | sha256sum | cut -d' ' -f1) $extras"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "setup: installing seed_rl[$extras] into .venv (first run takes a few minutes)" >&2
   "$root/.venv/bin/python" -m pip install -q --upgrade pip >&2
-  "$root/.venv/bin/python" -m pip install -q -e "$root[$extras]" >&2
+  # The images' pins (docker/constraints.txt), so that the tests run the versions the images ship.
+  "$root/.venv/bin/python" -m pip install -q --constraint "$root/docker/constraints.txt" -e "$root[$extras]" >&2
   echo "$want" > "$stamp"
 fi

