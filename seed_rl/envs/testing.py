@@ -29,6 +29,9 @@ name                   behaviour
                        ``length``. The step ``info["target"]`` is the target the action was scored against.
 ``bandit``             ``correct_action`` with ``contextual=False``: the observation is all zeros and the target is
                        always ``correct=1``.
+``catch``              `CatchEnv`: catch a falling ball with a paddle, on ``uint8 [size, size, 1]`` frames (kwargs
+                       ``rows=10``, ``columns=5``, ``size=84``): reward +1 or -1 after ``rows - 1`` steps. Random
+                       play scores about -0.5, the best policy +1.
 =====================  ===========================================================================================
 
 Stepping before the first reset, or after the episode ended, raises RuntimeError; an action outside
@@ -55,6 +58,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FAMILY",
+    "CatchEnv",
     "TEST_ENVS",
     "CorrectActionEnv",
     "CountingEnv",
@@ -242,12 +246,52 @@ class CorrectActionEnv(_FakeEnv):
         return observation, reward, terminated, False, {"target": rewarded_target}
 
 
+class CatchEnv(_FakeEnv):
+    """Catch (as bsuite's and the R2D2/IMPALA sanity checks): a ball falls one row per step from a random column of
+    the top row; the paddle on the bottom row moves left (0), stays (1) or moves right (2). When the ball reaches the
+    bottom row the episode ends with reward +1 if the paddle is under it, else -1. The observation is an Atari-like
+    ``uint8 [size, size, 1]`` frame (the board scaled up, ball and paddle 255), so that the image agents' whole
+    path (uint8 frames, frame stacking, CNN torsos) learns something small."""
+
+    def __init__(self, env_id: int = 0, rows: int = 10, columns: int = 5, size: int = 84):
+        super().__init__(env_id, rows - 1, 3)
+        if columns < 2 or size < max(rows, columns):
+            raise ValueError(f"catch needs columns >= 2 and size >= rows, columns; got {rows}, {columns}, {size}")
+        self.rows, self.columns, self.size = int(rows), int(columns), int(size)
+        self.observation_space = spaces.Box(0, 255, (self.size, self.size, 1), np.uint8)
+        self.ball_column = 0
+        self.paddle = self.columns // 2
+
+    def _frame(self) -> np.ndarray:
+        board = np.zeros((self.rows, self.columns), np.uint8)
+        board[self.step_count, self.ball_column] = 255
+        board[self.rows - 1, self.paddle] = 255
+        rows = np.arange(self.size) * self.rows // self.size
+        cols = np.arange(self.size) * self.columns // self.size
+        return board[rows][:, cols][..., None]
+
+    def _reset_observation(self) -> Any:
+        self.ball_column = int(self.np_random.integers(self.columns))
+        self.paddle = self.columns // 2
+        return self._frame()
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        a = self._check_step(action)
+        self.paddle = min(self.columns - 1, max(0, self.paddle + a - 1))
+        self.step_count += 1
+        terminated = self.step_count >= self.length
+        self._episode_over = terminated
+        reward = (1.0 if self.paddle == self.ball_column else -1.0) if terminated else 0.0
+        return self._frame(), reward, terminated, False, {}
+
+
 TEST_ENVS: dict[str, Callable[..., gymnasium.Env]] = {
     "counting": CountingEnv,
     "truncating": functools.partial(CountingEnv, truncate=True),
     "crashing": CrashingEnv,
     "correct_action": CorrectActionEnv,
     "bandit": functools.partial(CorrectActionEnv, contextual=False),
+    "catch": CatchEnv,
 }
 """Test env names (``EnvConfig.name`` before the optional ``:kwargs``) and their constructors."""
 

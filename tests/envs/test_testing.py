@@ -216,7 +216,7 @@ def test_action_repeats_step_the_counter_several_times():
     [
         (
             "countin",
-            "unknown test env 'countin'.*bandit, correct_action, counting, crashing, truncating",
+            "unknown test env 'countin'.*bandit, catch, correct_action, counting, crashing, truncating",
         ),
         ("counting:lenght=5", "bad argument 'lenght=5'.*length=<int>"),
         ("counting:length", "bad argument 'length'"),
@@ -288,3 +288,35 @@ def test_a_seeded_reset_restarts_the_episode_count():
     env = make("counting")
     assert [int(env.reset()[0][1]) for _ in range(3)] == [0, 1, 2]
     assert int(env.reset(seed=9)[0][1]) == 0
+
+
+def test_catch_frames_rewards_and_random_play():
+    from seed_rl.envs.testing import CatchEnv, create_test_environment
+
+    env = create_test_environment("catch", 3)
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (84, 84, 1) and obs.dtype == np.uint8 and env.observation_space.contains(obs)
+    assert isinstance(env, CatchEnv)
+    # The perfect policy (move towards the ball's column) always catches it.
+    for _ in range(20):
+        env.reset()
+        done, reward, steps = False, 0.0, 0
+        while not done:
+            action = 1 + int(np.sign(env.ball_column - env.paddle))
+            obs, reward, done, truncated, _ = env.step(action)
+            steps += 1
+            assert not truncated and (done or reward == 0.0)
+        assert reward == 1.0 and steps == 9
+    rng = np.random.default_rng(0)
+    rewards = []
+    for _ in range(500):
+        env.reset()
+        done = False
+        while not done:
+            _, reward, done, _, _ = env.step(int(rng.integers(3)))
+        rewards.append(reward)
+    assert -0.8 < np.mean(rewards) < -0.3  # random play mostly misses
+    # The ball and the paddle are drawn: the frame changes as the ball falls.
+    first, _ = env.reset()
+    second, _, _, _, _ = env.step(1)
+    assert first.max() == 255 and not np.array_equal(first, second)

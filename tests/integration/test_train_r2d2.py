@@ -55,3 +55,20 @@ def test_r2d2_replay_checkpoint_resume(tmp_path):
                           "--target_return=0")
     assert second.wait(timeout=300) == 0, second.output()
     assert "restored" in second.output() and "replay sequences" in second.output()
+
+
+@pytest.mark.slow
+def test_r2d2_learns_image_catch_through_the_atari_path(tmp_path):
+    """The Atari preset's whole image path (uint8 84x84 frames, 4 stacked on the learner, IMPALA's shallow CNN,
+    LSTM, dueling heads, replay) learns Catch: random play scores about -0.57, the threshold is a mean of 0.8 over
+    20 episodes (most balls caught). Measured: 1.0 by 31K frames (170 train steps), 3.7 minutes in all on two
+    shared cores (slow: a few minutes)."""
+    logdir = str(tmp_path / "catch")
+    proc = TrainProcess(logdir, "--preset=atari_r2d2_fast", "--env=test", "--env_name=catch", "--num_actors=1",
+                        "--env_batch_size=8", "--unroll_length=10", "--burn_in=4", "--batch_size=16",
+                        "--replay_buffer_min_size=50", "--replay_buffer_size=1000", "--replay_ratio=4",
+                        "--update_target_every_n_step=50", "--total_environment_frames=100000",
+                        "--target_return=0.8", "--summary_period_secs=10", "--seed=1")
+    assert proc.wait(timeout=900) == 0, proc.output()
+    reached = first_frames_reaching(episodes(logdir), 0.8)
+    assert reached is not None, [e.episode_return for e in episodes(logdir)[-20:]]
