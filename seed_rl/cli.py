@@ -31,6 +31,8 @@ commands:
   learner   run only the learner (serves actors on --server_address, e.g. 0.0.0.0:8686)
   actor     run one actor (--task=N) against a learner at --server_address; config comes from the learner
   eval      play a few episodes with a checkpoint of --logdir (--checkpoint, --greedy, --seed; no gRPC)
+  cluster   one replica of a multi-host job: the learner or --actors_per_worker actors, as $CLUSTER_SPEC
+            (Vertex AI), $TF_CONFIG or $JOB_COMPLETION_INDEX (Kubernetes) say; other flags go to the learner
 
 `seed-rl <command> --help` lists the flags of a command with their defaults and meaning.
 """
@@ -343,6 +345,8 @@ def main(argv: Sequence[str]) -> int:
         print(USAGE)
         return 0 if len(argv) >= 2 else 2
     command, rest = argv[1], argv[2:]
+    if command == "cluster":
+        return _run_cluster(argv[0], rest)
     if command not in ("train", "learner", "actor", "eval"):
         print(f"seed-rl: unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
         return 2
@@ -450,6 +454,62 @@ def _run_seeds(fv: flags.FlagValues, config: Config) -> int:
     else:
         print("seed-rl train: a seed finished fewer than 20 episodes: no combined curve", flush=True)
     return 0
+
+
+CLUSTER_USAGE = """\
+usage: seed-rl cluster [--actors_per_worker=K] [--learner_address=HOST:PORT] [learner flags ...]
+
+Runs this replica's part of a multi-host job (seed_rl/launch/cluster.py). The role comes from $CLUSTER_SPEC
+(Vertex AI: workerpool0 = learner, workerpool1 = actor workers), $TF_CONFIG (chief or master = learner, worker =
+actors) or $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job of actors; the learner at --learner_address or
+$SEED_RL_LEARNER_ADDRESS).
+
+  --actors_per_worker: actor processes per actor replica; worker w runs tasks w*K .. w*K+K-1 [default 1]
+  --learner_address: the learner's host:port, for actor pods whose environment has no cluster spec
+
+The learner replica runs `seed-rl learner` with the other flags, on [::]:<its port in the spec>, with --num_actors =
+actor workers x K unless given. Actor replicas pass the connection flags among them (--auth_token, --tls_ca_file,
+--tls_server_name, --connect_timeout_s, --log_level) to their actors; their config comes from the learner."""
+
+
+def _run_cluster(program: str, rest: Sequence[str]) -> int:
+    from seed_rl.launch.cluster import actor_tasks, resolve_role, run_actor_worker
+
+    if any(a in ("-h", "--help", "--helpfull") for a in rest):
+        print(CLUSTER_USAGE)
+        return 0
+    own = {"actors_per_worker": "1", "learner_address": ""}
+    forwarded: List[str] = []
+    for arg in rest:
+        name, eq, value = arg.lstrip("-").partition("=")
+        if arg.startswith("--") and name in own:
+            if not eq:
+                print(f"seed-rl cluster: --{name} needs a value (--{name}=...)", file=sys.stderr)
+                return 2
+            own[name] = value
+        else:
+            forwarded.append(arg)
+    try:
+        per_worker = int(own["actors_per_worker"])
+        role = resolve_role(learner_address=own["learner_address"])
+        actor_tasks(role, per_worker)
+    except ValueError as e:
+        print(f"seed-rl cluster: {e}", file=sys.stderr)
+        return 2
+    names = {a.lstrip("-").partition("=")[0] for a in forwarded if a.startswith("--")}
+    if role.role == "learner":
+        args = list(forwarded)
+        if "server_address" not in names:
+            args.append(f"--server_address=[::]:{role.learner_port}")
+        if "num_actors" not in names and role.num_workers:
+            args.append(f"--num_actors={role.num_workers * per_worker}")
+        print(f"seed-rl cluster: learner ({role.source}; {role.num_workers} actor workers x {per_worker})",
+              flush=True)
+        return main([program, "learner", *args])
+    actor_names, _ = _make_flags("actor")
+    passed = [a for a in forwarded if a.startswith("--")
+              and a.lstrip("-").partition("=")[0] in set(actor_names) - {"server_address", "task"}]
+    return run_actor_worker(role, per_worker, passed)
 
 
 def _run_actor(fv: flags.FlagValues) -> int:

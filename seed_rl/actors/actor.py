@@ -36,7 +36,7 @@ from seed_rl.envs import create_environment, get_family, resolve_env_config
 from seed_rl.envs import observation_spec as env_observation_spec
 from seed_rl.transport import tls
 from seed_rl.transport.client import LearnerClient
-from seed_rl.transport.errors import LearnerUnavailableError, ProtocolMismatchError
+from seed_rl.transport.errors import FINISHED_REASON, LearnerUnavailableError, ProtocolMismatchError
 from seed_rl.types import EnvOutput, StepBatch
 
 log = logging.getLogger("seed_rl.actor")
@@ -125,6 +125,7 @@ class Actor:
         self.episodes = 0
         self.env_restarts = 0
         self.reconnects = 0
+        self.finished = False  # the learner said its training is finished (run returned for that)
 
     def stop(self) -> None:
         """Asks ``run`` to return: it sends nothing more and takes the answers of the messages in flight. Safe in
@@ -159,6 +160,10 @@ class Actor:
                 return
             except LearnerUnavailableError as e:
                 if self._stop.is_set():
+                    return
+                if e.reason == FINISHED_REASON:
+                    log.info("actor %d: the learner's training is finished; exiting", self.task)
+                    self.finished = True
                     return
                 self.reconnects += 1
                 log.info("actor %d: learner unavailable (%s); reconnecting. This is normal when the learner "

@@ -97,6 +97,9 @@ class LocalRun:
                     continue
                 if self._stopping.is_set() or not self.restart_actors:
                     return
+                if proc.returncode == 0:  # it was told that training is finished: nothing to restart
+                    self.processes[task] = None
+                    continue
                 print(f"seed_rl launcher: actor {task} (pid {proc.pid}) exited with code {proc.returncode}; "
                       f"restarting it", flush=True)
                 self.actor_restarts += 1

@@ -286,6 +286,7 @@ class Learner:
         frame_rate = summaries_lib.RateMeter(self.env_frames)
         step_rate = summaries_lib.RateMeter(float(self.policy_version.numpy()))
         last_summary = time.monotonic()
+        finished = False  # the budget is spent or the target reached (not stopped, not failed)
         try:
             while not self._done.wait(timeout=min(1.0, run.summary_period_secs)):
                 if self._stop.is_set() or (stop_event is not None and stop_event.is_set()):
@@ -295,13 +296,16 @@ class Learner:
                     kind = "evaluation episodes" if self._report_eval else "episodes"
                     print(f"seed_rl learner: target return {run.target_return} reached (mean of 20 consecutive "
                           f"{kind}: {self.episode_log.peak_window_return(self._report_eval):.1f})", flush=True)
+                    finished = True
                     break
                 if time.monotonic() - last_summary >= run.summary_period_secs:
                     last_summary = time.monotonic()
                     self._write_summaries(frame_rate, step_rate)
                     self._maybe_save_best()
+            else:  # the training thread ended: the budget is spent, or it failed
+                finished = self._train_error is None and self._inference_error is None
         finally:
-            self._shutdown()
+            self._shutdown(finished=finished)
         if self._train_error is not None:
             raise RuntimeError("the training thread failed") from self._train_error
         if self._inference_error is not None:
@@ -360,10 +364,10 @@ class Learner:
             window_episodes=self.episode_log.recent_count(self._report_eval),
             elapsed_s=time.time() - self._start_time, budget_frames=self.config.run.total_environment_frames))
 
-    def _shutdown(self) -> None:
+    def _shutdown(self, finished: bool = False) -> None:
         self._stop.set()
         self.queue.close()
-        self.server.stop(grace=1.0)
+        self.server.stop(grace=1.0, finished=finished)  # finished: the actors are told to exit
         self._train_thread.join(timeout=60)
         self._drain_episodes()
         self.status.finish()

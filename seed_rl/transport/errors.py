@@ -26,6 +26,7 @@ import grpc
 from seed_rl.protos import REASON_METADATA_KEY
 
 __all__ = [
+    "FINISHED_REASON",
     "AuthenticationError",
     "InvalidRequestError",
     "LearnerUnavailableError",
@@ -86,7 +87,11 @@ _ERROR_TO_CODE: dict[type[TransportError], grpc.StatusCode] = {
 }
 
 # Reasons that a reconnect fixes, whatever their status code.
-_RECONNECT_REASONS = frozenset({"unknown-session", "too-many-streams"})
+FINISHED_REASON = "finished"
+"""The reason the learner gives when its training is finished (budget spent or target reached): an actor that
+meets it exits instead of reconnecting."""
+
+_RECONNECT_REASONS = frozenset({"unknown-session", "too-many-streams", FINISHED_REASON})
 
 
 def status_code_of(error: TransportError) -> grpc.StatusCode:

@@ -28,6 +28,7 @@ import concurrent.futures
 import logging
 import queue
 import threading
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -385,23 +386,28 @@ class InferenceServer:
         """The same-host stream's address offered in the handshake ("" when none is served)."""
         return self._local.address if self._local is not None else ""
 
-    def stop(self, grace: float | None = None) -> None:
+    def stop(self, grace: float | None = None, finished: bool = False) -> None:
         """Stops serving. Calls waiting for actions, and every later call, fail with UNAVAILABLE ("learner is
         stopping"); a handler blocked on back-pressure is not waited for.
 
         Args:
           grace: seconds that in-flight calls get to finish before the remaining streams (actors between two
             steps) are cancelled. None: a short default (0.1 s), enough to deliver "learner is stopping".
+          finished: training is over (not a restart): the refusals carry the reason ``finished``, which makes the
+            actors exit, and the server keeps refusing for ``FINISHED_NOTICE_S`` first, so that the actors
+            stepping their envs right now hear it with their next message instead of finding no learner.
         """
         server, core = self._server, self._core
         if server is None or core is None:
             return
-        core.stop()
+        core.stop(finished=finished)
         core.batcher.stop(timeout=0.1)
         with (
             core.inflight_cond
         ):  # let the failed calls hand their status to gRPC before it cancels the rest
             core.inflight_cond.wait_for(lambda: core.inflight == 0, timeout=1.0)
+        if finished:
+            time.sleep(FINISHED_NOTICE_S)
         grace = _DEFAULT_GRACE_S if grace is None else grace
         if self._aio is not None:
             try:
@@ -441,6 +447,9 @@ class InferenceServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+
+FINISHED_NOTICE_S = 3.0
+"""How long a learner whose training is finished keeps refusing with the reason ``finished`` before it stops."""
 
 UNREQUESTED_CALL_WAIT_S = 600
 """How long (seconds) a call may wait for the server to take it up before gRPC cancels it (its default: 30)."""

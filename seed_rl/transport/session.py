@@ -31,7 +31,7 @@ import numpy as np
 from seed_rl.protos import PROTOCOL_VERSION, SESSION_METADATA_KEY, TOKEN_METADATA_KEY, codec
 from seed_rl.protos import seed_rl_pb2 as pb
 from seed_rl.transport.batcher import DynamicBatcher
-from seed_rl.transport.errors import LearnerUnavailableError, TransportError, status_code_of
+from seed_rl.transport.errors import FINISHED_REASON, LearnerUnavailableError, TransportError, status_code_of
 from seed_rl.types import ArraySpec, EnvOutput, ObservationSpec, StepBatch
 
 __all__ = [
@@ -53,6 +53,8 @@ DEFAULT_STREAM_IDLE_TIMEOUT_S = 300.0
 """A stream with nothing unanswered that receives no message for this long is closed (RunConfig's default)."""
 
 _STOPPING = "learner is stopping"
+_FINISHED = "training is finished (the learner reached its frame budget or target return): the actor can exit"
+
 
 # Per-env scalar fields: (name in error messages, accepted dtype kinds, canonical dtype).
 _SCALAR_FIELDS = (
@@ -296,6 +298,7 @@ class SessionCore:
         self.observation_spec = observation_spec
         self.auth_token = auth_token
         self.stopping = False
+        self.finished = False  # stopping because training is finished: the refusals say so and actors exit
         self._lock = threading.Lock()
         self._by_task: dict[int, Session] = {}
         self._by_id: dict[str, Session] = {}  # insertion order: oldest first
@@ -318,8 +321,10 @@ class SessionCore:
         self._stopped = threading.Event()
         self._watchdog: threading.Thread | None = None
 
-    def stop(self) -> None:
-        """Refuses every later call and message (UNAVAILABLE "learner is stopping"); ends the idle watchdog."""
+    def stop(self, finished: bool = False) -> None:
+        """Refuses every later call and message (UNAVAILABLE "learner is stopping", or with ``finished`` the
+        reason ``finished``: training is over and the actors can exit); ends the idle watchdog."""
+        self.finished = self.finished or finished
         self.stopping = True
         self._stopped.set()
 
@@ -351,7 +356,7 @@ class SessionCore:
           Refusal: the learner is stopping, the protocol version or the token is wrong, or the task is out of range.
         """
         if self.stopping:
-            raise Refusal(grpc.StatusCode.UNAVAILABLE, _STOPPING, "stopping")
+            raise self._stopping()
         if request.protocol_version != PROTOCOL_VERSION:
             raise Refusal(
                 grpc.StatusCode.FAILED_PRECONDITION,
@@ -412,7 +417,7 @@ class SessionCore:
           Refusal: the learner is stopping, the token is wrong, or the session is missing, unknown or superseded.
         """
         if self.stopping:
-            raise Refusal(grpc.StatusCode.UNAVAILABLE, _STOPPING, "stopping")
+            raise self._stopping()
         values = {key: value for key, value in (metadata or ())}
         self._check_token(values.get(TOKEN_METADATA_KEY, ""))
         session_id = values.get(SESSION_METADATA_KEY)
@@ -476,7 +481,7 @@ class SessionCore:
         victims: list[tuple[StreamHandle, Refusal]] = []
         with self._lock:
             if self.stopping:
-                raise Refusal(grpc.StatusCode.UNAVAILABLE, _STOPPING, "stopping")
+                raise self._stopping()
             self._check_current(session)
             if session.stream is not None:
                 victims.append((session.stream, self._stream_superseded(session)))
@@ -590,7 +595,7 @@ class SessionCore:
         if stream is not None:
             stream.touch()
         if self.stopping:
-            raise Refusal(grpc.StatusCode.UNAVAILABLE, _STOPPING, "stopping")
+            raise self._stopping()
         try:
             step_batch = validate_step_batch(
                 codec.decode_step_batch(message),
@@ -615,11 +620,15 @@ class SessionCore:
             self.counters["messages"] += 1
         return future
 
-    @staticmethod
-    def abort_for(error: BaseException) -> Refusal:
+    def _stopping(self) -> Refusal:
+        if self.finished:
+            return Refusal(grpc.StatusCode.UNAVAILABLE, _FINISHED, FINISHED_REASON)
+        return Refusal(grpc.StatusCode.UNAVAILABLE, _STOPPING, "stopping")
+
+    def abort_for(self, error: BaseException) -> Refusal:
         """The status for a failed inference future."""
         if isinstance(error, LearnerUnavailableError):
-            return Refusal(grpc.StatusCode.UNAVAILABLE, _STOPPING, "stopping")
+            return self._stopping()
         if isinstance(error, TransportError):
             return Refusal(status_code_of(error), str(error), "inference-failed")
         return Refusal(

@@ -898,6 +898,31 @@ def test_shutdown_with_a_queued_call_waiting_for_a_full_batch(cluster):
         pending.result(LIVENESS_S)
 
 
+def test_a_finished_learner_tells_the_stepping_actors_so_before_it_goes(cluster):
+    """stop(finished=True): the call in flight and the next message of an actor that was stepping its envs both get
+    the reason ``finished`` (the server keeps refusing for FINISHED_NOTICE_S before it stops), and the Actor exits
+    on it instead of reconnecting."""
+    from seed_rl.transport.errors import FINISHED_REASON
+
+    handler = Handler()
+    server = cluster.server(handler)
+    in_flight = cluster.client(server, task=0)
+    between_steps = cluster.client(server, task=1)
+    between_steps.step(make_step([2, 3]))
+    handler.gate.clear()
+    pending = background(in_flight.step, make_step([0, 1]))
+    assert handler.entered.wait(LIVENESS_S)
+    stopping = background(server.stop, 1.0, True)
+    with pytest.raises(LearnerUnavailableError, match="training is finished") as info:
+        pending.result(LIVENESS_S)
+    assert info.value.reason == FINISHED_REASON
+    with pytest.raises(LearnerUnavailableError, match="training is finished") as info:
+        between_steps.step(make_step([2, 3], step=1))  # within the notice: refused with the same reason
+    assert info.value.reason == FINISHED_REASON
+    handler.gate.set()
+    stopping.result(LIVENESS_S + 10)
+
+
 def test_calls_after_shutdown_fail_as_unavailable(cluster):
     server = cluster.server()
     client = cluster.client(server, task=0)
