@@ -448,6 +448,10 @@ class InferenceServer:
         self.stop()
 
 
+MIN_PING_INTERVAL_ARG = "grpc.http2.min_ping_interval_without_data_ms"
+"""The server argument: the shortest interval between two client pings (while the server sends nothing) that it
+accepts without a strike; three strikes and it closes the connection with GOAWAY "too_many_pings"."""
+
 FINISHED_NOTICE_S = 3.0
 """How long a learner whose training is finished keeps refusing with the reason ``finished`` before it stops."""
 
@@ -459,9 +463,12 @@ SERVER_OPTIONS = (
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
     # Without this, Linux lets a second learner bind the same port and silently share the actors.
     ("grpc.so_reuseport", 0),
-    # Accept the clients' keepalive pings (every 30 s, also while they wait on a blocked inference); gRPC's
-    # default minimum of 5 minutes would answer them with GOAWAY "too_many_pings".
-    ("grpc.http2.min_recv_ping_interval_without_data_ms", 10_000),
+    # Accept the clients' keepalive pings (every 30 s, also while they wait on a blocked inference or for their
+    # handshake to be taken up); gRPC's default minimum of 5 minutes would answer them with GOAWAY
+    # "too_many_pings". (The C name is GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS; its string has no
+    # "recv", and gRPC ignores an argument name it does not know: until 2026-12-01 this said
+    # "min_recv_ping_interval_without_data_ms", and 1,000 actors waiting for their handshakes got GOAWAYs.)
+    (MIN_PING_INTERVAL_ARG, 10_000),
     # gRPC cancels a call that arrived but that the server has not taken up yet (no free worker thread, or the
     # event loop busy) after 30 s, and the actor sees a bare CANCELLED. When hundreds of actors connect at once
     # their handshakes and first streams queue that long; let them wait (the actor's own connect timeout
