@@ -169,8 +169,14 @@ def run_actor_worker(role: ClusterRole, actors_per_worker: int, actor_flags: Seq
     delays = {task: restart_delay_s for task in tasks}
     restart_at: dict[int, float] = {}
 
+    from seed_rl.actors.actor import LAUNCHER_PID_ENV
+
+    # The actors watch this process (as the local launcher's do): if the worker dies, even by SIGKILL, they exit
+    # within a second instead of living on as orphans.
+    env = {**os.environ, LAUNCHER_PID_ENV: str(os.getpid())}
+
     def start(task: int) -> None:
-        procs[task] = subprocess.Popen(command(role, task, actor_flags))
+        procs[task] = subprocess.Popen(command(role, task, actor_flags), env=env)
 
     print(f"seed-rl cluster: actor worker {role.index} ({role.source}): tasks {tasks[0]}..{tasks[-1]} against the "
           f"learner at {role.learner_address}", flush=True)

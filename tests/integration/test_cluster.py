@@ -159,3 +159,35 @@ def test_a_learner_and_two_actor_workers_started_by_their_environments_train(tmp
     assert {e.env_id for e in episodes(logdir)} == set(range(8))
     run = json.loads((tmp_path / "run" / "config.json").read_text())["run"]
     assert run["num_actors"] == 4
+
+
+def test_actors_exit_when_their_worker_is_killed(tmp_path):
+    """SIGKILL of the actor worker (a preempted pod, an OOM kill): its actors notice within seconds and exit."""
+    import signal
+    import time
+
+    from tests.integration.helpers import pid_alive
+
+    env = {k: v for k, v in os.environ.items() if k not in ("CLUSTER_SPEC", "TF_CONFIG", "JOB_COMPLETION_INDEX")}
+    env.update(_vertex("workerpool1", 0, workers=1), PYTHONUNBUFFERED="1")
+    env["CLUSTER_SPEC"] = env["CLUSTER_SPEC"].replace("learner-host:2222", f"127.0.0.1:{_free_port()}")
+    worker = subprocess.Popen([sys.executable, "-m", "seed_rl", "cluster", "--actors_per_worker=2"], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        children = []
+        while time.monotonic() < deadline and len(children) < 2:
+            out = subprocess.run(["pgrep", "-P", str(worker.pid)], capture_output=True, text=True).stdout
+            children = [int(p) for p in out.split()]
+            time.sleep(0.2)
+        assert len(children) == 2, "the worker did not start its two actors"
+        time.sleep(2.0)  # the actors are up, trying to reach a learner that is not there
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(timeout=10)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and any(pid_alive(p) for p in children):
+            time.sleep(0.2)
+        assert not any(pid_alive(p) for p in children), "actors outlived their killed worker"
+    finally:
+        if worker.poll() is None:
+            worker.kill()

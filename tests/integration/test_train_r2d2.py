@@ -6,7 +6,8 @@ A greedy random-init Q-network on CartPole scores about 9-10; random play about 
 
 With the `classic_r2d2` preset (target copy every 50 steps) the threshold was reached in 6 of 6 seeds, after
 74K-106K frames, and seed 1 (the test's) in 88K-95K frames in 4 of 5 runs; the fifth was at a mean of 263 after 130K
-frames and did not reach 300 by 185K (runs with asynchronous actors are not reproducible). The budget is 240K. With a
+frames and did not reach 300 by 185K (runs with asynchronous actors are not reproducible); in a CI run on
+2026-12-01 it reached 300 at 240.7K, just past the old budget of 240K. The budget is 320K. With a
 target copy every 400 steps only 5 of 8 runs reached it within 200K frames; the others plateaued at 160-280
 (docs/presets.md).
 """
@@ -15,7 +16,7 @@ import pytest
 
 from tests.integration.helpers import TrainProcess, episodes, first_frames_reaching
 
-BUDGET = 240_000  # env frames
+BUDGET = 320_000  # env frames
 THRESHOLD = 300.0
 COMMON = ("--env=classic", "--env_name=CartPole-v1", "--agent=r2d2", "--num_actors=2", "--env_batch_size=8",
           "--num_eval_envs=2", f"--total_environment_frames={BUDGET}", "--summary_period_secs=5", "--seed=1")
