@@ -241,6 +241,21 @@ def resolve_config(fv: flags.FlagValues, fields) -> Config:
 
 
 _FILE_IGNORED_RUN_FIELDS = ("logdir", "server_address", "auth_token")
+
+
+def learner_config(args: Sequence[str]) -> Config:
+    """The config ``seed-rl learner ARGS`` would run with, resolved without building anything (seed_rl/launch/
+    vertex.py checks a cloud job's flags with it before the job costs anything).
+
+    Raises:
+      ValueError: a flag ``seed-rl learner`` does not know or a value it refuses (the message says which).
+    """
+    fv, fields = _make_flags("learner")
+    try:
+        fv(["seed-rl", *args])
+    except flags.Error as e:
+        raise ValueError(str(e)) from None
+    return resolve_config(fv, fields)
 _CONFIG_FILE_KEYS = {"preset", "agent_name", "env", "run", "agent"}
 
 
