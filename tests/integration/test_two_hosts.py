@@ -1,0 +1,309 @@
+"""Actors on another "host" for real: the learner (``seed-rl learner``) in one network namespace, its actors
+(``seed-rl actor --task=N``) in another, the two joined by a veth pair with addresses of a private test range. The
+actors dial the learner's veth address over TLS (its certificate names ``learner.test``, which they check with
+--tls_server_name) with the token from $SEED_RL_AUTH_TOKEN; --local_stream=false, so every step crosses the veth
+as gRPC. The namespaces and the veth pair are the test's own and the only hosts it sends anything to.
+
+Needs root and iproute2's ``ip`` and ``ss``; skipped where namespaces cannot be made (an unprivileged container).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import List, Optional
+
+import pytest
+
+from seed_rl.config import AUTH_TOKEN_ENV
+from tests.certs import self_signed_cert
+from tests.integration import test_train_cartpole as cartpole
+from tests.integration.helpers import TrainProcess, best_rolling_mean, episodes, first_frames_reaching
+
+LEARNER_IP, ACTOR_IP = "10.213.0.1", "10.213.0.2"  # a /30 of a private range, only inside the two namespaces
+PORT = 8686  # the learner's namespace is fresh: nothing else listens there
+SERVER_NAME = "learner.test"  # the certificate's DNS name; the actors dial an IP and verify this name
+TOKEN = "two-hosts-s3cret"
+_names = itertools.count()
+
+
+def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30, check=check)
+
+
+@dataclass
+class TwoHosts:
+    """Two network namespaces (``learner_ns`` with ``learner_dev`` = LEARNER_IP/30, ``actor_ns`` with ``actor_dev``
+    = ACTOR_IP/30) joined by a veth pair; ``lo`` is up in both."""
+
+    learner_ns: str
+    actor_ns: str
+    learner_dev: str = "veth-l"
+    actor_dev: str = "veth-a"
+
+    @staticmethod
+    def command(ns: str, *cmd: str) -> List[str]:
+        return ["ip", "netns", "exec", ns, *cmd]
+
+    def run(self, ns: str, *cmd: str) -> subprocess.CompletedProcess:
+        return subprocess.run(self.command(ns, *cmd), capture_output=True, text=True, timeout=60)
+
+    def set_actor_link(self, up: bool) -> None:
+        _ip("-n", self.actor_ns, "link", "set", self.actor_dev, "up" if up else "down")
+
+    def link_state(self, ns: str, dev: str) -> str:
+        return _ip("-n", ns, "-o", "link", "show", dev).stdout.strip()
+
+    def counter(self, ns: str, dev: str, name: str) -> int:
+        """A device's /sys/class/net statistic as seen inside ``ns`` (ip netns exec mounts that namespace's sysfs)."""
+        out = self.run(ns, "cat", f"/sys/class/net/{dev}/statistics/{name}")
+        assert out.returncode == 0, out.stderr
+        return int(out.stdout)
+
+    def established(self, ns: str) -> List[str]:
+        """The established TCP connections in ``ns`` that involve the learner's port: "local peer" per line."""
+        out = self.run(ns, "ss", "-Htn", "state", "established")
+        return sorted(" ".join(line.split()[2:4]) for line in out.stdout.splitlines()
+                      if f":{PORT}" in line)
+
+
+@pytest.fixture
+def two_hosts():
+    if os.geteuid() != 0:
+        pytest.skip("network namespaces need root (ip netns add)")
+    for binary in ("ip", "ss"):
+        if not shutil.which(binary):
+            pytest.skip(f"the {binary} binary (iproute2) is not installed")
+    n = next(_names)
+    hosts = TwoHosts(f"seedrl-{os.getpid()}-{n}-l", f"seedrl-{os.getpid()}-{n}-a")
+    made: List[str] = []
+    try:
+        for ns in (hosts.learner_ns, hosts.actor_ns):
+            res = _ip("netns", "add", ns, check=False)
+            if res.returncode != 0:
+                pytest.skip(f"cannot make a network namespace (ip netns add {ns}: {res.stderr.strip()})")
+            made.append(ns)
+        _ip("link", "add", hosts.learner_dev, "netns", hosts.learner_ns, "type", "veth", "peer", "name",
+            hosts.actor_dev, "netns", hosts.actor_ns)
+        for ns, dev, address in ((hosts.learner_ns, hosts.learner_dev, LEARNER_IP),
+                                 (hosts.actor_ns, hosts.actor_dev, ACTOR_IP)):
+            _ip("-n", ns, "link", "set", "lo", "up")
+            _ip("-n", ns, "addr", "add", f"{address}/30", "dev", dev)
+            _ip("-n", ns, "link", "set", dev, "up")
+        yield hosts
+    finally:
+        for ns in made:
+            # Whatever the test left running in its namespaces (it kills its processes itself; this is the net).
+            pids = _ip("netns", "pids", ns, check=False).stdout.split()
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
+            _ip("netns", "del", ns, check=False)  # takes the veth end in it, and so the pair, with it
+
+
+class NetnsProcess(TrainProcess):
+    """A ``seed-rl`` command inside a network namespace, its output collected line by line (with the time each
+    line arrived, ``times``); wait_for, wait, output and kill as TrainProcess."""
+
+    def __init__(self, ns: str, *args: str, env: dict):
+        self.logdir = ""
+        cmd = TwoHosts.command(ns, sys.executable, "-m", "seed_rl", *args)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        self.lines: List[str] = []
+        self.times: List[float] = []
+        self._cond = threading.Condition()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            with self._cond:
+                self.lines.append(line.rstrip("\n"))
+                self.times.append(time.time())
+                self._cond.notify_all()
+        with self._cond:
+            self._cond.notify_all()
+
+    def lines_matching(self, pattern: str, since: float = 0.0) -> List[str]:
+        with self._cond:
+            return [line for line, t in zip(self.lines, self.times) if t >= since and re.search(pattern, line)]
+
+
+def _environ(**extra: str) -> dict:
+    env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2")
+    env.pop(AUTH_TOKEN_ENV, None)
+    return {**env, **extra}
+
+
+def _learner_flags(tmp_path, logdir: str) -> List[str]:
+    key, cert = self_signed_cert(tmp_path / "tls", SERVER_NAME)
+    return [f"--logdir={logdir}", f"--server_address={LEARNER_IP}:{PORT}", "--local_stream=false",
+            f"--tls_cert_file={cert}", f"--tls_key_file={key}", "--log_level=INFO"]
+
+
+def _actor_flags(tmp_path, task: int) -> List[str]:
+    return [f"--server_address={LEARNER_IP}:{PORT}", f"--task={task}", f"--tls_ca_file={tmp_path / 'tls' / 'cert.pem'}",
+            f"--tls_server_name={SERVER_NAME}", "--connect_timeout_s=120"]
+
+
+def _stop_all(procs: List[Optional[NetnsProcess]]) -> None:
+    for p in procs:
+        if p is not None:
+            p.kill()
+
+
+def _connect_from(hosts: TwoHosts, ns: str, host: str, port: int) -> str:
+    """Tries a TCP connection from inside ``ns``: "connected" or the error's class name."""
+    script = ("import socket, sys\n"
+              "try:\n"
+              f"    socket.create_connection(({host!r}, {port}), timeout=5).close(); print('connected')\n"
+              "except OSError as e:\n"
+              "    print(type(e).__name__)\n")
+    return hosts.run(ns, sys.executable, "-c", script).stdout.strip()
+
+
+def test_learner_and_actors_in_two_network_namespaces(tmp_path, two_hosts):
+    """Learner in one namespace on its veth address (TLS, token, no same-host stream), 2 actors in the other; an
+    actor with a wrong token is refused with a clear message; every step went over the veth."""
+    logdir = str(tmp_path / "run")
+    env = _environ(**{AUTH_TOKEN_ENV: TOKEN})
+    learner = NetnsProcess(
+        two_hosts.learner_ns, "learner", *_learner_flags(tmp_path, logdir), "--env=test",
+        "--env_name=counting:length=4,num_actions=2", "--num_actors=2", "--env_batch_size=2", "--unroll_length=4",
+        "--batch_size=2", "--total_environment_frames=400", "--mlp_sizes=8", "--summary_period_secs=1", env=env)
+    actors: List[Optional[NetnsProcess]] = []
+    intruder = None
+    try:
+        learner.wait_for(rf"listening on port {PORT}", timeout=120)
+        # It listens on its veth address only: not on loopback in its own namespace.
+        # (gRPC listens on an IPv6 socket: ss shows the address v4-mapped, [::ffff:10.213.0.1]:8686.)
+        listening = [re.sub(r"^\[::ffff:(.*)\]", r"\1", line.split()[3]) for line in
+                     two_hosts.run(two_hosts.learner_ns, "ss", "-Hltn").stdout.splitlines() if line.strip()]
+        assert listening == [f"{LEARNER_IP}:{PORT}"], listening
+        # The root namespace (this process's) has no such socket: the learner is on its own "host".
+        assert LEARNER_IP not in subprocess.run(["ss", "-Hltn"], capture_output=True, text=True).stdout
+        assert _connect_from(two_hosts, two_hosts.learner_ns, "127.0.0.1", PORT) == "ConnectionRefusedError"
+        lo_before = two_hosts.counter(two_hosts.learner_ns, "lo", "rx_bytes")
+        veth_before = two_hosts.counter(two_hosts.learner_ns, two_hosts.learner_dev, "rx_bytes")
+        # A wrong token (the flag wins over $SEED_RL_AUTH_TOKEN): refused at the handshake, exit code 3.
+        intruder = NetnsProcess(two_hosts.actor_ns, "actor", *_actor_flags(tmp_path, 0), "--auth_token=wrong",
+                                env=env)
+        actors = [NetnsProcess(two_hosts.actor_ns, "actor", *_actor_flags(tmp_path, task), env=env)
+                  for task in range(2)]
+        assert intruder.wait(timeout=120) == 3, intruder.output()
+        assert "UNAUTHENTICATED" in intruder.output() and "wrong auth token" in intruder.output(), intruder.output()
+        print(f"the actor with a wrong token: {intruder.lines[-1]}")
+        assert learner.wait(timeout=240) == 0, learner.output()
+        for actor in actors:
+            assert actor.wait(timeout=60) == 0, actor.output()  # told that training is finished
+    finally:
+        _stop_all([learner, intruder, *actors])
+    eps = episodes(logdir)
+    assert {e.env_id for e in eps} == {0, 1, 2, 3}  # episodes from both actors' envs
+    assert all(e.episode_steps == 4 for e in eps)
+    run = json.loads((tmp_path / "run" / "config.json").read_text())["run"]
+    assert run["server_address"] == f"{LEARNER_IP}:{PORT}" and run["local_stream"] is False
+    assert run["auth_token"] == "<redacted>"
+    # The steps crossed the veth: its receive counter grew by far more than the learner's loopback's.
+    veth = two_hosts.counter(two_hosts.learner_ns, two_hosts.learner_dev, "rx_bytes") - veth_before
+    lo = two_hosts.counter(two_hosts.learner_ns, "lo", "rx_bytes") - lo_before
+    print(f"learner namespace: {veth} bytes in on {two_hosts.learner_dev}, {lo} on lo")
+    assert veth > 20_000 and lo < 1_000, (veth, lo)
+
+
+OUTAGE_S = 5.0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_cartpole_trains_across_namespaces_through_a_link_outage(tmp_path, two_hosts):
+    """V-trace on CartPole-v1 (test_train_cartpole's settings and threshold) with the learner and its 2 actors in
+    different namespaces; the actors' link goes down for OUTAGE_S seconds early in training, then comes back.
+    Training must carry on with both actors and reach the threshold, and everything exits 0."""
+    logdir = str(tmp_path / "run")
+    env = _environ(**{AUTH_TOKEN_ENV: TOKEN})
+    learner = NetnsProcess(two_hosts.learner_ns, "learner", *_learner_flags(tmp_path, logdir), *cartpole.COMMON,
+                           f"--target_return={cartpole.THRESHOLD}", env=env)
+    actors: List[NetnsProcess] = []
+    try:
+        learner.wait_for(rf"listening on port {PORT}", timeout=120)
+        actors = [NetnsProcess(two_hosts.actor_ns, "actor", *_actor_flags(tmp_path, task), "--log_level=INFO",
+                               env=env) for task in range(2)]
+        # Some progress first: both actors connected, training steps done, a few dozen episodes written.
+        for actor in actors:
+            actor.wait_for(r"connected: envs", timeout=180)
+        learner.wait_for(r"learner steps\s+[1-9]", timeout=300)
+        deadline = time.monotonic() + 300
+        while len(episodes(logdir)) < 40:
+            assert time.monotonic() < deadline and learner.proc.poll() is None, learner.output()
+            time.sleep(0.5)
+        connections_before = two_hosts.established(two_hosts.actor_ns)
+        assert len(connections_before) >= 2, connections_before  # each actor's own gRPC connection
+        down_at = time.time()
+        two_hosts.set_actor_link(up=False)
+        try:
+            state_down = two_hosts.link_state(two_hosts.actor_ns, two_hosts.actor_dev)
+            time.sleep(OUTAGE_S)
+        finally:
+            two_hosts.set_actor_link(up=True)
+        up_at = time.time()
+        assert "state DOWN" in state_down, state_down
+        print(f"link {two_hosts.actor_dev} down for {up_at - down_at:.1f} s "
+              f"({len(episodes(logdir))} episodes before it came back)")
+        # Both actors play on: each finishes episodes again (task t owns env ids [16 t, 16 t + 16)).
+        deadline = time.monotonic() + 180
+        while {e.env_id // 16 for e in episodes(logdir) if e.wall_time > up_at} != {0, 1}:
+            assert time.monotonic() < deadline, "\n".join(
+                ["no episodes from both actors after the outage", *learner.lines[-20:]] +
+                [line for actor in actors for line in actor.lines[-10:]])
+            assert learner.proc.poll() is None, learner.output()
+            time.sleep(0.2)
+        resumed_after = time.time() - up_at
+        connections_after = two_hosts.established(two_hosts.actor_ns)
+        assert learner.wait(timeout=1200) == 0, learner.output()
+        for actor in actors:
+            assert actor.wait(timeout=60) == 0, actor.output()
+    finally:
+        _stop_all([learner, *actors])
+    out = learner.output()
+    assert f"target return {cartpole.THRESHOLD} reached" in out, out[-4000:]
+    eps = episodes(logdir)
+    before = [e for e in eps if e.wall_time < down_at]
+    after = [e for e in eps if e.wall_time > up_at]
+    # The link was really cut: nothing arrived between the last messages in flight and the link's return.
+    during = [e for e in eps if down_at + 1.0 < e.wall_time < up_at]
+    assert not during, during
+    best_before, _ = best_rolling_mean(before)
+    assert best_before < cartpole.THRESHOLD, f"the threshold was reached before the outage ({best_before:.1f})"
+    reached = first_frames_reaching(eps, cartpole.THRESHOLD)
+    assert reached is not None and reached <= cartpole.BUDGET, f"best: {best_rolling_mean(eps)[0]:.1f}"
+    per_actor = [sum(1 for e in after if e.env_id // 16 == task) for task in range(2)]
+    assert all(per_actor), per_actor
+    # What the actors did: kept their connections through the outage, or reconnected.
+    reconnects = [actor.lines_matching(r"learner unavailable .*reconnecting") for actor in actors]
+    first_after = min(e.wall_time for e in after) - up_at
+    print(f"outage {up_at - down_at:.1f} s; first episode {first_after:.1f} s after the link came back; "
+          f"{len(before)} episodes before, {len(after)} after (per actor {per_actor}); reached "
+          f"{cartpole.THRESHOLD} at {reached:,d} frames")
+    print(f"both actors' episodes again {resumed_after:.1f} s after the link came back")
+    print(f"the actors' TCP connections (local peer) before the outage: {connections_before}, after: "
+          f"{connections_after}")
+    for task, (actor, lines) in enumerate(zip(actors, reconnects)):
+        print(f"actor {task}: {len(lines)} reconnects" + "".join(f"\n  {line}" for line in lines))
+        print("  " + (actor.lines_matching(r"episodes, \d+ env restarts, \d+ reconnects") or ["(no status line)"])[-1])
+    print("learner on reconnections: " + repr(learner.lines_matching(r"connected again|closed a .* stream")))
+    print("learner status around the outage:" + "".join(
+        f"\n  {line}" for line, t in zip(learner.lines, learner.times)
+        if down_at - 6 < t < up_at + 11 and "learner steps" in line))
