@@ -522,8 +522,12 @@ def _run_cluster(program: str, rest: Sequence[str]) -> int:
               flush=True)
         return main([program, "learner", *args])
     actor_names, _ = _make_flags("actor")
-    passed = [a for a in forwarded if a.startswith("--")
-              and a.lstrip("-").partition("=")[0] in set(actor_names) - {"server_address", "task"}]
+    connection = set(actor_names) - {"server_address", "task"}
+    passed = [a for a in forwarded if a.startswith("--") and a.lstrip("-").partition("=")[0] in connection]
+    ignored = [a.partition("=")[0] for a in forwarded if a not in passed]
+    if ignored:  # training flags given to an actor replica: its config comes from the learner
+        print(f"seed-rl cluster: actor worker ignores {', '.join(ignored)} (actors take their config from the "
+              "learner; they use only " + ", ".join(f"--{n}" for n in sorted(connection)) + ")", file=sys.stderr)
     return run_actor_worker(role, per_worker, passed)
 
 

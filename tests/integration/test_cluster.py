@@ -191,3 +191,23 @@ def test_actors_exit_when_their_worker_is_killed(tmp_path):
     finally:
         if worker.poll() is None:
             worker.kill()
+
+
+def test_an_actor_worker_names_the_training_flags_it_ignores(monkeypatch, capsys):
+    """Actors take their config from the learner: an actor replica given training flags says it drops them and
+    passes on only the connection flags."""
+    from seed_rl import cli
+    from seed_rl.launch import cluster
+
+    seen = {}
+    monkeypatch.setattr(cluster, "run_actor_worker",
+                        lambda role, k, flags: seen.update(role=role, k=k, flags=list(flags)) or 0)
+    for name in ("CLUSTER_SPEC", "TF_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("JOB_COMPLETION_INDEX", "3")
+    code = cli.main(["seed-rl", "cluster", "--learner_address=learner:8686", "--actors_per_worker=2",
+                     "--learning_rate=0.1", "--auth_token=t", "--connect_timeout_s=30"])
+    assert code == 0
+    assert seen["flags"] == ["--auth_token=t", "--connect_timeout_s=30"] and seen["k"] == 2
+    assert seen["role"].index == 3 and seen["role"].learner_address == "learner:8686"
+    assert "actor worker ignores --learning_rate" in capsys.readouterr().err
