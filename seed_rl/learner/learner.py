@@ -281,7 +281,8 @@ class Learner:
             self.start()
         resumed = f", resumed from {self.restored_from}" if self.restored_from else ""
         print(f"seed_rl learner: {self.config.agent_name} on {self.config.env.family}:{self.config.env.name}, "
-              f"{self.num_envs} envs, listening on port {self.port} ({self.server.server_kind} gRPC server), run directory {run.logdir}{resumed}",
+              f"{self.num_envs} envs, listening on port {self.port} of {run.server_address.rsplit(':', 1)[0]} "
+              f"({self.server.server_kind} gRPC server), run directory {run.logdir}{resumed}",
               flush=True)
         frame_rate = summaries_lib.RateMeter(self.env_frames)
         step_rate = summaries_lib.RateMeter(float(self.policy_version.numpy()))
