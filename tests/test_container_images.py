@@ -25,6 +25,8 @@ import sys
 
 import pytest
 
+from tests.integration.helpers import learner_port
+
 pytestmark = pytest.mark.slow
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -88,22 +90,22 @@ def engine(tmp_path_factory):
     return engine, env
 
 
+def _build(engine, dockerfile: str, tag: str) -> str:
+    engine_cmd, env = engine
+    built = _run([engine_cmd, "build", "--network=host", "-f", dockerfile, f"--build-arg=PYTHON_IMAGE={BASE}", "-t",
+                  tag, "."], env, 3600, cwd=ROOT)
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    return tag
+
+
 @pytest.fixture(scope="module")
 def actor_image(engine):
-    engine_cmd, env = engine
-    built = _run([engine_cmd, "build", "--network=host", "-f", "docker/Dockerfile.actor-atari",
-                  f"--build-arg=PYTHON_IMAGE={BASE}", "-t", ACTOR, "."], env, 1800, cwd=ROOT)
-    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
-    return ACTOR
+    return _build(engine, "docker/Dockerfile.actor-atari", ACTOR)
 
 
 @pytest.fixture(scope="module")
 def learner_image(engine):
-    engine_cmd, env = engine
-    built = _run([engine_cmd, "build", "--network=host", "-f", "docker/Dockerfile.learner",
-                  f"--build-arg=PYTHON_IMAGE={BASE}", "-t", LEARNER, "."], env, 3600, cwd=ROOT)
-    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
-    return LEARNER
+    return _build(engine, "docker/Dockerfile.learner", LEARNER)
 
 
 def test_the_actor_image_runs_as_user_1000_without_tensorflow(engine, actor_image):
@@ -133,15 +135,7 @@ def _train_with_actor_containers(engine_cmd, env, actor_image, learner_cmd, lear
     actors = []
     lines = []
     try:
-        assert learner.stdout is not None
-        port = None
-        for line in learner.stdout:
-            lines.append(line)
-            m = re.search(r"listening on port (\d+)", line)
-            if m:
-                port = int(m.group(1))
-                break
-        assert port, "".join(lines)
+        port = learner_port(learner, lines)
         for task in range(2):
             actors.append(subprocess.Popen(
                 [engine_cmd, "run", "--rm", "--network=host", "-e", "SEED_RL_AUTH_TOKEN", actor_image, "actor",

@@ -114,3 +114,16 @@ def pid_alive(pid: int) -> bool:
             return f.read().split()[2] != "Z"
     except OSError:
         return False
+
+
+def learner_port(proc: subprocess.Popen, lines: List[str]) -> int:
+    """Reads ``proc``'s output (a ``seed-rl learner``) up to its "listening on port N" line, keeping every line
+    read in ``lines``; returns N."""
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        lines.append(line)
+        m = re.search(r"listening on port (\d+)", line)
+        if m:
+            return int(m.group(1))
+    raise AssertionError("the learner exited before it listened:\n" + "".join(lines[-40:]))
+

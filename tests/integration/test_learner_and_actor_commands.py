@@ -3,7 +3,6 @@ actor takes its whole configuration from the learner's handshake."""
 
 import json
 import os
-import re
 import subprocess
 import sys
 
@@ -11,7 +10,7 @@ import pytest
 
 from seed_rl.config import AUTH_TOKEN_ENV
 from tests.certs import self_signed_cert
-from tests.integration.helpers import TrainProcess, episodes
+from tests.integration.helpers import TrainProcess, episodes, learner_port
 
 
 @pytest.mark.parametrize("transport", ["plaintext", "tls", "token_from_env"])
@@ -36,14 +35,7 @@ def test_separate_learner_and_actor_processes(tmp_path, transport):
     actors = []
     lines = []
     try:
-        port = None
-        for line in learner.stdout:
-            lines.append(line)
-            m = re.search(r"listening on port (\d+)", line)
-            if m:
-                port = int(m.group(1))
-                break
-        assert port, "".join(lines)
+        port = learner_port(learner, lines)
         for task in range(2):
             actors.append(subprocess.Popen(
                 [sys.executable, "-m", "seed_rl", "actor", f"--server_address=127.0.0.1:{port}", f"--task={task}",
