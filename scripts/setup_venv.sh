@@ -15,6 +15,6 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "setup: installing seed_rl[$extras] into .venv (first run takes a few minutes)" >&2
   "$root/.venv/bin/python" -m pip install -q --upgrade pip >&2
   # The images' pins (docker/constraints.txt), so that the tests run the versions the images ship.
-  "$root/.venv/bin/python" -m pip install -q --constraint "$root/docker/constraints.txt" -e "$root[$extras]" >&2
+  "$root/.venv/bin/python" -m pip install -q --constraint "$root/docker/constraints.txt" -e "${root}[${extras}]" >&2
   echo "$want" > "$stamp"
 fi
