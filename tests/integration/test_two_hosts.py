@@ -25,6 +25,7 @@ from typing import List, Optional
 import pytest
 
 from seed_rl.config import AUTH_TOKEN_ENV
+from seed_rl.transport.client import CHANNEL_OPTIONS
 from tests.certs import self_signed_cert
 from tests.integration import test_train_cartpole as cartpole
 from tests.integration.helpers import TrainProcess, best_rolling_mean, episodes, first_frames_reaching
@@ -139,6 +140,11 @@ class NetnsProcess(TrainProcess):
     def lines_matching(self, pattern: str, since: float = 0.0) -> List[str]:
         with self._cond:
             return [line for line, t in zip(self.lines, self.times) if t >= since and re.search(pattern, line)]
+
+    def times_matching(self, pattern: str) -> List[float]:
+        """When each line matching ``pattern`` arrived."""
+        with self._cond:
+            return [t for line, t in zip(self.lines, self.times) if re.search(pattern, line)]
 
 
 def _environ(**extra: str) -> dict:
@@ -307,3 +313,115 @@ def test_cartpole_trains_across_namespaces_through_a_link_outage(tmp_path, two_h
     print("learner status around the outage:" + "".join(
         f"\n  {line}" for line, t in zip(learner.lines, learner.times)
         if down_at - 6 < t < up_at + 11 and "learner steps" in line))
+
+
+# An outage that gRPC's keepalive cannot bridge (client.CHANNEL_OPTIONS; gRPC also makes keepalive_timeout_ms the
+# socket's TCP_USER_TIMEOUT). With steps flowing, the actor's last step is still unacknowledged when the link goes
+# down (the learner's ACK rides on its answer), and the socket fails keepalive_timeout_ms (20 s) later: measured
+# 20.2-21.0 s in four runs. When nothing was unacknowledged (the learner stalled longer than a delayed ACK, as in its
+# warm-up) the first segment the actor sends is its keepalive ping, up to keepalive_time_ms (30 s) in, and the
+# stream breaks 20 s after that: measured 48.4 s. The outage is that worst case and 10 s more; either way the actor
+# sees UNAVAILABLE "Stream removed (recvmsg:Connection timed out (110))".
+_KEEPALIVE = dict(CHANNEL_OPTIONS)
+STREAMS_BROKEN_BY_S = (_KEEPALIVE["grpc.keepalive_time_ms"] + _KEEPALIVE["grpc.keepalive_timeout_ms"]) / 1000
+LONG_OUTAGE_S = STREAMS_BROKEN_BY_S + 10.0
+# The learner's frame counter stops while the link is down, so the budget is what it trains after the cut: about
+# 20-40 s at the 200-350 frames/s of this env over the veth on a busy 2-core machine.
+RECONNECT_FRAMES = 8_000
+CUT_AT_FRAMES = 500  # past the learner's warm-up (its first steps), when the link goes down
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_actors_reconnect_after_a_link_outage_longer_than_the_keepalive_timeout(tmp_path, two_hosts):
+    """The counting env with the learner's 2 actors in the other namespace (TLS, token, --local_stream=false); the
+    actors' link goes down for LONG_OUTAGE_S, longer than gRPC's keepalive bridges, so their streams break while
+    it is down. Each actor logs that the learner is unavailable, reconnects once the link is back (a new handshake:
+    the learner supersedes the task's old session) and gets its own envs again; every env id reports episodes
+    after the outage, none is lost; training spends its frame budget, and the learner and both actors exit 0."""
+    logdir = str(tmp_path / "run")
+    env = _environ(**{AUTH_TOKEN_ENV: TOKEN})
+    t0 = time.time()
+    learner = NetnsProcess(
+        two_hosts.learner_ns, "learner", *_learner_flags(tmp_path, logdir), "--env=test",
+        "--env_name=counting:length=4,num_actions=2", "--num_actors=2", "--env_batch_size=2", "--unroll_length=4",
+        "--batch_size=2", f"--total_environment_frames={RECONNECT_FRAMES}", "--mlp_sizes=8",
+        "--summary_period_secs=1", env=env)
+    actors: List[NetnsProcess] = []
+    all_env_ids = {0, 1, 2, 3}  # task t owns env ids [2 t, 2 t + 2)
+    connected = [r"actor 0 connected: envs \[0, 2\)", r"actor 1 connected: envs \[2, 4\)"]
+    unavailable = r"learner unavailable \(Step on the stream .* failed \(UNAVAILABLE\).*\); reconnecting"
+    try:
+        learner.wait_for(rf"listening on port {PORT}", timeout=120)
+        actors = [NetnsProcess(two_hosts.actor_ns, "actor", *_actor_flags(tmp_path, task), "--log_level=INFO",
+                               env=env) for task in range(2)]
+        for actor, pattern in zip(actors, connected):
+            actor.wait_for(pattern, timeout=120)
+        # Episodes flowing from every env, and the learner past its warm-up.
+        deadline = time.monotonic() + 120
+        while True:
+            eps = episodes(logdir)
+            if {e.env_id for e in eps} == all_env_ids and max(e.env_frames for e in eps) >= CUT_AT_FRAMES:
+                break
+            assert time.monotonic() < deadline and learner.proc.poll() is None, learner.output()
+            time.sleep(0.2)
+        frames_at_cut = max(e.env_frames for e in eps)
+        assert frames_at_cut < RECONNECT_FRAMES // 2, frames_at_cut
+        connections_before = two_hosts.established(two_hosts.actor_ns)
+        down_at = time.time()
+        two_hosts.set_actor_link(up=False)
+        try:
+            state_down = two_hosts.link_state(two_hosts.actor_ns, two_hosts.actor_dev)
+            time.sleep(LONG_OUTAGE_S)
+        finally:
+            two_hosts.set_actor_link(up=True)
+        up_at = time.time()
+        assert "state DOWN" in state_down, state_down
+        frames_at_up = max(e.env_frames for e in episodes(logdir))
+        # Both actors reconnect, and every env reports episodes again.
+        deadline = time.monotonic() + 60
+        while {e.env_id for e in episodes(logdir) if e.wall_time > up_at} != all_env_ids:
+            assert time.monotonic() < deadline, "\n".join(
+                ["not every env reported after the outage", *learner.lines[-20:]] +
+                [line for actor in actors for line in actor.lines[-10:]])
+            assert learner.proc.poll() is None, learner.output()
+            time.sleep(0.2)
+        all_back_at = time.time()
+        connections_after = two_hosts.established(two_hosts.actor_ns)
+        learner_side_after = two_hosts.established(two_hosts.learner_ns)
+        assert learner.wait(timeout=180) == 0, learner.output()
+        done_at = time.time()
+        for actor in actors:
+            assert actor.wait(timeout=60) == 0, actor.output()  # told that training is finished
+    finally:
+        _stop_all([learner, *actors])
+    eps = episodes(logdir)
+    broke = [actor.times_matching(unavailable) for actor in actors]
+    back = [[t for t in actor.times_matching(pattern) if t > up_at] for actor, pattern in zip(actors, connected)]
+    print(f"link {two_hosts.actor_dev} down at +{down_at - t0:.1f} s ({frames_at_cut:,d} frames), up at "
+          f"+{up_at - t0:.1f} s ({up_at - down_at:.1f} s; {frames_at_up:,d} frames)")
+    for task in range(2):
+        print(f"actor {task}: stream broke " + ", ".join(f"{t - down_at:.1f} s" for t in broke[task]) +
+              " into the outage; connected again " + ", ".join(f"{t - up_at:.1f} s" for t in back[task]) +
+              " after the link came back")
+    print(f"every env's episodes again {all_back_at - up_at:.1f} s after the link came back; the learner finished "
+          f"{done_at - up_at:.1f} s after it at {max(e.env_frames for e in eps):,d} frames")
+    print(f"TCP connections (local peer) in the actors' namespace before the outage: {connections_before}, after: "
+          f"{connections_after}; in the learner's after: {learner_side_after}")
+    # The streams broke while the link was down (keepalive), once per actor, and each actor reconnected once
+    # after the link came back, with its own envs.
+    for task, actor in enumerate(actors):
+        assert len(broke[task]) == 1 and down_at < broke[task][0] < up_at, (broke[task], actor.output())
+        assert len(back[task]) == 1, actor.output()
+        assert actor.lines_matching(r"the learner's training is finished; exiting"), actor.output()
+    for task in range(2):  # the learner saw each task's new handshake replace its old session
+        assert learner.lines_matching(rf"task {task} connected again: session \w+ superseded", since=up_at), \
+            learner.output()[-3000:]
+    # No env lost: the env ids that reported before the outage all report after it.
+    ids_before = {e.env_id for e in eps if e.wall_time < down_at}
+    ids_after = {e.env_id for e in eps if e.wall_time > up_at}
+    assert ids_before == ids_after == all_env_ids, (ids_before, ids_after)
+    # The link was really cut: no training while it was down (beyond the messages in flight).
+    assert frames_at_up - frames_at_cut < 200, (frames_at_cut, frames_at_up)
+    assert not [e for e in eps if down_at + 2.0 < e.wall_time < up_at]
+    assert max(e.env_frames for e in eps) >= RECONNECT_FRAMES
