@@ -140,6 +140,12 @@ def _make_flags(command: str) -> Tuple[flags.FlagValues, List[Tuple[str, str, da
                             "0.001}}, optionally with \"preset\"): its fields apply on top of the preset, the flags on "
                             "top of both. A file's run.logdir, server_address and auth_token are ignored (say "
                             "--logdir).", flag_values=fv)
+        if command == "learner":
+            flags.DEFINE_enum("on_finish", "exit", ["exit", "wait"],
+                              "When training is finished (budget spent or target reached): exit (code 0), or wait "
+                              "until SIGTERM or Ctrl-C first. For a Kubernetes StatefulSet, which restarts a learner "
+                              "that exits: with wait the pod stays up for kubectl exec and cp (k8s/README.md).",
+                              flag_values=fv)
         if command == "train":
             flags.DEFINE_enum("actor_mode", "process", ["process", "thread"],
                               "Run actors as subprocesses (default) or threads of this process.", flag_values=fv)
@@ -420,10 +426,22 @@ def main(argv: Sequence[str]) -> int:
         local.run()  # stops on Ctrl-C / SIGTERM itself
         return 0
     import signal
+    import threading
 
-    signal.signal(signal.SIGTERM, lambda *_: learner.stop())
+    terminated = threading.Event()
+
+    def on_sigterm(*_: object) -> None:
+        terminated.set()
+        learner.stop()
+
+    signal.signal(signal.SIGTERM, on_sigterm)
     try:
         learner.run()
+        if learner.finished and _flag(fv, "on_finish") == "wait" and not terminated.is_set():
+            print("seed_rl learner: training is finished; waiting for SIGTERM or Ctrl-C (--on_finish=wait)",
+                  flush=True)
+            while not terminated.wait(timeout=1.0):
+                pass
     except KeyboardInterrupt:
         learner.stop()
     return 0

@@ -157,6 +157,8 @@ class Learner:
 
         self._stop = threading.Event()
         self._done = threading.Event()
+        self.finished = False
+        """Set when run() returns because training is finished (budget spent or target reached), not stopped."""
         self._lock = threading.Lock()
         self._episodes: collections.deque = collections.deque()
         self._metrics = summaries_lib.MetricAccumulator()
@@ -306,6 +308,7 @@ class Learner:
             else:  # the training thread ended: the budget is spent, or it failed
                 finished = self._train_error is None and self._inference_error is None
         finally:
+            self.finished = finished
             self._shutdown(finished=finished)
         if self._train_error is not None:
             raise RuntimeError("the training thread failed") from self._train_error

@@ -17,14 +17,18 @@ from seed_rl.learner.summaries import Episode, read_episodes
 
 
 class TrainProcess:
-    """``seed-rl train`` in a subprocess, with its output collected line by line."""
+    """``seed-rl train`` in a subprocess (or another command, ``cmd``), with its output collected line by line and
+    the time each line arrived (``times``)."""
 
-    def __init__(self, logdir: str, *flags: str, env: Optional[dict] = None):
+    def __init__(self, logdir: str, *flags: str, env: Optional[dict] = None, cmd: Optional[List[str]] = None):
         self.logdir = logdir
-        cmd = [sys.executable, "-m", "seed_rl", "train", f"--logdir={logdir}", *flags]
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})}
+        if cmd is None:
+            cmd = [sys.executable, "-m", "seed_rl", "train", f"--logdir={logdir}", *flags]
+        base = os.environ if cmd is None else {}  # a whole command comes with its whole environment
+        env = {**base, "PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})}
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         self.lines: List[str] = []
+        self.times: List[float] = []
         self._cond = threading.Condition()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -34,6 +38,7 @@ class TrainProcess:
         for line in self.proc.stdout:
             with self._cond:
                 self.lines.append(line.rstrip("\n"))
+                self.times.append(time.time())
                 self._cond.notify_all()
         with self._cond:
             self._cond.notify_all()

@@ -3,8 +3,10 @@ actor takes its whole configuration from the learner's handshake."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -113,3 +115,40 @@ def test_bad_tls_settings_stop_the_commands_with_a_clear_message(tmp_path):
     res = subprocess.run([sys.executable, "-m", "seed_rl", "actor", "--task=0", "--tls_server_name=learner.example"],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and "give tls_ca_file too" in res.stderr, res.stderr
+
+
+def test_a_finished_learner_with_on_finish_wait_stays_up_until_sigterm(tmp_path):
+    """--on_finish=wait (for a Kubernetes StatefulSet, which restarts a learner that exits): once the budget is
+    spent the learner tells its actor, saves, and waits; SIGTERM ends it with 0. Restarted on the finished run, it
+    finds the budget spent at once and waits again instead of exiting in a loop."""
+    logdir = str(tmp_path / "run")
+    flags = ["learner", f"--logdir={logdir}", "--server_address=127.0.0.1:0", "--env=test",
+             "--env_name=counting:length=4,num_actions=2", "--num_actors=1", "--env_batch_size=2",
+             "--unroll_length=4", "--batch_size=2", "--total_environment_frames=200", "--mlp_sizes=8",
+             "--on_finish=wait"]
+    waiting = r"training is finished; waiting for SIGTERM"
+    learner = TrainProcess(logdir, cmd=[sys.executable, "-m", "seed_rl", *flags])
+    actor = None
+    try:
+        port = int(learner.wait_for(r"listening on port (\d+)", timeout=120).group(1))
+        actor = subprocess.Popen([sys.executable, "-m", "seed_rl", "actor", f"--server_address=127.0.0.1:{port}",
+                                  "--task=0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        learner.wait_for(waiting, timeout=240)
+        assert actor.wait(timeout=60) == 0  # told that training is finished
+        assert "saved checkpoint" in learner.output()
+        time.sleep(2.0)
+        assert learner.proc.poll() is None, learner.output()  # still up
+        learner.proc.send_signal(signal.SIGTERM)
+        assert learner.wait(timeout=60) == 0, learner.output()
+    finally:
+        learner.kill()
+        if actor is not None and actor.poll() is None:
+            actor.kill()
+    again = TrainProcess(logdir, cmd=[sys.executable, "-m", "seed_rl", *flags])
+    try:
+        again.wait_for(waiting, timeout=120)
+        assert "resumed from" in again.output()
+        again.proc.send_signal(signal.SIGTERM)
+        assert again.wait(timeout=60) == 0, again.output()
+    finally:
+        again.kill()

@@ -17,7 +17,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from typing import List, Optional
@@ -118,24 +117,7 @@ class NetnsProcess(TrainProcess):
     line arrived, ``times``); wait_for, wait, output and kill as TrainProcess."""
 
     def __init__(self, ns: str, *args: str, env: dict):
-        self.logdir = ""
-        cmd = TwoHosts.command(ns, sys.executable, "-m", "seed_rl", *args)
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-        self.lines: List[str] = []
-        self.times: List[float] = []
-        self._cond = threading.Condition()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            with self._cond:
-                self.lines.append(line.rstrip("\n"))
-                self.times.append(time.time())
-                self._cond.notify_all()
-        with self._cond:
-            self._cond.notify_all()
+        super().__init__("", env=env, cmd=TwoHosts.command(ns, sys.executable, "-m", "seed_rl", *args))
 
     def lines_matching(self, pattern: str, since: float = 0.0) -> List[str]:
         with self._cond:
