@@ -117,6 +117,7 @@ def test_bad_tls_settings_stop_the_commands_with_a_clear_message(tmp_path):
     assert res.returncode == 2 and "give tls_ca_file too" in res.stderr, res.stderr
 
 
+@pytest.mark.slow  # two learner starts and a training run (about 40 s)
 def test_a_finished_learner_with_on_finish_wait_stays_up_until_sigterm(tmp_path):
     """--on_finish=wait (for a Kubernetes StatefulSet, which restarts a learner that exits): once the budget is
     spent the learner tells its actor, saves, and waits; SIGTERM ends it with 0. Restarted on the finished run, it

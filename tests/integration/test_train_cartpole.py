@@ -1,6 +1,6 @@
 """End to end, real processes over loopback gRPC: V-trace learns CartPole-v1; a sign-flipped learner does not.
 
-Both runs use the same frame budget. Random play on CartPole averages about 22; the threshold (a mean of 400 over
+The flipped run gets 400K frames, the learning run up to 600K (it stops at the target). Random play on CartPole averages about 22; the threshold (a mean of 400 over
 20 consecutive episodes) is far above anything a learner with the policy gradient flipped reaches.
 """
 
@@ -11,7 +11,9 @@ import sys
 
 from tests.integration.helpers import TrainProcess, best_rolling_mean, episodes, first_frames_reaching
 
-BUDGET = 400_000  # env frames; the issue allows 1M. Runs reached 400 after 50k-290k frames.
+BUDGET = 400_000  # env frames of the flipped run. Runs reached 400 after 50k-290k frames.
+LEARN_BUDGET = 600_000  # the learning run's budget (the issue allows 1M): it stops at the target, so a larger
+# budget costs time only when it fails. A run on a loaded machine peaked at 314 within 400K.
 THRESHOLD = 400.0
 COMMON = ("--env=classic", "--env_name=CartPole-v1", "--agent=vtrace", "--num_actors=2", "--env_batch_size=16",
           f"--total_environment_frames={BUDGET}", "--summary_period_secs=5", "--seed=1")
@@ -19,12 +21,12 @@ COMMON = ("--env=classic", "--env_name=CartPole-v1", "--agent=vtrace", "--num_ac
 
 def test_vtrace_learns_cartpole(tmp_path):
     logdir = str(tmp_path / "run")
-    proc = TrainProcess(logdir, *COMMON, f"--target_return={THRESHOLD}")
-    assert proc.wait(timeout=600) == 0, proc.output()
+    proc = TrainProcess(logdir, *COMMON, f"--total_environment_frames={LEARN_BUDGET}", f"--target_return={THRESHOLD}")
+    assert proc.wait(timeout=900) == 0, proc.output()
     eps = episodes(logdir)
     reached = first_frames_reaching(eps, THRESHOLD)
     best, _ = best_rolling_mean(eps)
-    assert reached is not None and reached <= BUDGET, f"best mean return over 20 episodes: {best:.1f}"
+    assert reached is not None and reached <= LEARN_BUDGET, f"best mean return over 20 episodes: {best:.1f}"
     # The run directory holds what the README promises.
     for name in ("config.json", "episodes.csv", "learning_curve.png", "checkpoints", "saved_model"):
         assert os.path.exists(os.path.join(logdir, name)), name

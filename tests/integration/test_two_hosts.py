@@ -223,6 +223,7 @@ def test_cartpole_trains_across_namespaces_through_a_link_outage(tmp_path, two_h
     logdir = str(tmp_path / "run")
     env = _environ(**{AUTH_TOKEN_ENV: TOKEN})
     learner = NetnsProcess(two_hosts.learner_ns, "learner", *_learner_flags(tmp_path, logdir), *cartpole.COMMON,
+                           f"--total_environment_frames={cartpole.LEARN_BUDGET}",
                            f"--target_return={cartpole.THRESHOLD}", env=env)
     actors: List[NetnsProcess] = []
     try:
@@ -276,7 +277,7 @@ def test_cartpole_trains_across_namespaces_through_a_link_outage(tmp_path, two_h
     best_before, _ = best_rolling_mean(before)
     assert best_before < cartpole.THRESHOLD, f"the threshold was reached before the outage ({best_before:.1f})"
     reached = first_frames_reaching(eps, cartpole.THRESHOLD)
-    assert reached is not None and reached <= cartpole.BUDGET, f"best: {best_rolling_mean(eps)[0]:.1f}"
+    assert reached is not None and reached <= cartpole.LEARN_BUDGET, f"best: {best_rolling_mean(eps)[0]:.1f}"
     per_actor = [sum(1 for e in after if e.env_id // 16 == task) for task in range(2)]
     assert all(per_actor), per_actor
     # What the actors did: kept their connections through the outage, or reconnected.

@@ -175,6 +175,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow  # the default suite starts replicas from CLUSTER_SPEC in tests/integration/test_cluster.py
 def test_the_replicas_of_a_job_started_as_vertex_ai_starts_them_train(tmp_path):
     """The classic vtrace job with 2 actor replicas of 1 actor each (and a small budget): each replica runs its
     pool's args and env with the CLUSTER_SPEC Vertex AI would give it, on 127.0.0.1. The learner hears from every
