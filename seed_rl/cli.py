@@ -262,6 +262,8 @@ def learner_config(args: Sequence[str]) -> Config:
     except flags.Error as e:
         raise ValueError(str(e)) from None
     return resolve_config(fv, fields)
+
+
 _CONFIG_FILE_KEYS = {"preset", "agent_name", "env", "run", "agent"}
 
 

@@ -22,10 +22,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import re
 import sys
 from collections.abc import Sequence
 from typing import Any
+
+from seed_rl.config import AUTH_TOKEN_ENV
 
 __all__ = ["ACTOR_IMAGES", "JobRequest", "Machine", "PRESETS", "VertexPreset", "build_job_spec", "check_job_spec",
            "dump", "images", "learner_args", "main", "run_dir"]
@@ -36,7 +39,6 @@ LEARNER_PORT = 2222
 GCS_MOUNT = "/gcs"
 """Where Vertex AI mounts Cloud Storage buckets in every replica (Cloud Storage FUSE)."""
 
-AUTH_TOKEN_ENV = "SEED_RL_AUTH_TOKEN"  # seed_rl.config.AUTH_TOKEN_ENV, without importing the learner's config here
 
 
 @dataclasses.dataclass(frozen=True)
@@ -196,11 +198,18 @@ def _check_machine(machine: Machine, pool: str) -> None:
         raise ValueError(f"{pool}: {machine.machine_type} comes with GPUs: give its accelerator (TYPE:COUNT)")
 
 
-def learner_args(request: JobRequest) -> list[str]:
-    """The learner replica's ``seed-rl`` arguments."""
+def _layout(request: JobRequest) -> tuple[int, int]:
+    """(actor workers, actors per worker): the request's, else the preset's."""
     preset = request.preset
     workers = preset.workers if request.workers is None else request.workers
     per_worker = preset.actors_per_worker if request.actors_per_worker is None else request.actors_per_worker
+    return workers, per_worker
+
+
+def learner_args(request: JobRequest) -> list[str]:
+    """The learner replica's ``seed-rl`` arguments."""
+    preset = request.preset
+    workers, per_worker = _layout(request)
     _, logdir = run_dir(request)
     return ["cluster", f"--actors_per_worker={per_worker}", f"--env={preset.env}", f"--agent={preset.agent}",
             f"--preset={preset.seed_rl_preset}", f"--num_actors={workers * per_worker}", "--local_stream=false",
@@ -226,8 +235,7 @@ def build_job_spec(request: JobRequest) -> dict[str, Any]:
         refuse.
     """
     preset = request.preset
-    workers = preset.workers if request.workers is None else request.workers
-    per_worker = preset.actors_per_worker if request.actors_per_worker is None else request.actors_per_worker
+    workers, per_worker = _layout(request)
     if workers < 1 or per_worker < 1:
         raise ValueError(f"--workers and --actors_per_worker must be >= 1, got {workers} and {per_worker}")
     learner = request.learner_machine or preset.learner
@@ -348,8 +356,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if preset is None:
         print(f"vertex: no preset {ns.env} {ns.agent}\n{_preset_table()}", file=sys.stderr)
         return 2
-    import os
-
     learner_image, actor_image = images(preset, ns.learner_machine or preset.learner, ns.registry, ns.tag)
     if ns.images:
         print(f"{ns.learner_image or learner_image}\n{ns.actor_image or actor_image}\n"
