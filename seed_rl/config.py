@@ -85,6 +85,11 @@ def auto_inference_batch_size(num_envs: int, env_batch_size: int) -> int:
     return max(env_batch_size, num_envs // 2)
 
 
+STRATEGIES = ("auto", "mirrored", "tpu")
+"""The learner's ``strategy`` values (``seed_rl/learner/devices.py``)."""
+PRECISIONS = ("float32", "bfloat16", "float16")
+"""The learner's ``precision`` values: the networks' compute dtype."""
+
 AUTO_GRPC_SERVER_MAX_THREAD_TASKS = 64
 """``grpc_server="auto"`` serves up to this many actor tasks with the thread pool (2 threads each), more with
 grpc.aio (benchmarks/many_actors.py measured both; docs/transport.md, "Server concurrency")."""
@@ -183,6 +188,28 @@ class RunConfig:
         "tf.function call. Both give identical results."
     )
     seed: int = field(0, "Seed for the learner's and actors' random number generators.")
+    strategy: str = field(
+        "auto", "Where the learner trains (docs/devices.md): auto (one device, as TensorFlow places it: the first "
+        "GPU, else the CPU), mirrored (data-parallel over every visible GPU, or every logical CPU device without "
+        "one; gradients averaged, batch_size / replicas sequences per replica) or tpu (the TPU named by --tpu)."
+    )
+    tpu: str = field("", "With --strategy=tpu: the TPU's name or grpc:// address ('local' on a TPU VM).")
+    virtual_cpu_devices: int = field(
+        0, "Split the learner's CPU into this many logical devices (0: leave it), so that --strategy=mirrored runs "
+        "several replicas without a GPU (tests, laptops). Set on a fresh learner process."
+    )
+    inference_device: str = field(
+        "", "Device of the per-env tables and the inference step, e.g. /GPU:1 or /CPU:0; empty: the first "
+        "training replica's device (as the original), the host CPU under --strategy=tpu."
+    )
+    jit_compile: bool = field(
+        False, "Compile the loss and its gradients, and the network's inference call, with XLA. Off by default: "
+        "slower on CPU (benchmarks/strategy_scaling.py); try it on a GPU or TPU."
+    )
+    precision: str = field(
+        "float32", "Network compute dtype: float32, or mixed bfloat16 (CPU, TPU, recent GPUs) or float16 (GPU; "
+        "with loss scaling); variables and losses stay float32."
+    )
 
     @property
     def resolved_num_envs(self) -> int:
@@ -218,6 +245,14 @@ class RunConfig:
             raise ValueError(f"keep_checkpoints must be >= 1, got {self.keep_checkpoints}")
         if self.wandb_mode not in ("", "online", "offline", "disabled"):
             raise ValueError(f"wandb_mode must be online, offline or disabled (or empty), got {self.wandb_mode!r}")
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if self.tpu and self.strategy != "tpu":
+            raise ValueError(f"tpu={self.tpu!r} needs strategy=tpu (got {self.strategy!r})")
+        if self.virtual_cpu_devices < 0:
+            raise ValueError(f"virtual_cpu_devices must be >= 0, got {self.virtual_cpu_devices}")
         if self.grpc_server not in ("auto", "threads", "aio"):
             raise ValueError(f"grpc_server must be auto, threads or aio, got {self.grpc_server!r}")
         if self.actor_env_groups < 1:

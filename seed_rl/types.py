@@ -225,9 +225,12 @@ class LossResult(NamedTuple):
     """What an agent's ``loss`` returns."""
 
     loss: Any
-    """Scalar tensor to minimise."""
+    """Scalar tensor to minimise: a mean over the batch's sequences, each weighing the same (the learner's device
+    layer averages the replicas' gradients of their slices of a batch, which is then the whole batch's gradient)."""
     metrics: Mapping[str, Any]
-    """Scalar tensors for TensorBoard, keyed by namespaced names (``losses/``, ``policy/``, ``q/`` ...)."""
+    """Scalar tensors for TensorBoard, keyed by namespaced names (``losses/``, ``policy/``, ``q/`` ...). Under a
+    multi-replica strategy a name ending in ``max`` or ``min`` is combined across replicas by maximum or minimum,
+    any other by the mean."""
     priorities: Any = None
     """Replay agents: new priorities ``[B]`` of the batch's sequences (written back to the buffer); else None."""
 

@@ -195,6 +195,7 @@ def choose_executor(concrete: Any) -> ExecutorChoice:
     * This TensorFlow can select a function's executor (``tf.experimental.function_executor_type``).
     * TensorFlow sees no GPU or TPU: the single-threaded executor is for a CPU host's tiny ops, and not every
       device supports it.
+    * TensorFlow sees one CPU device: the executor cannot wait for a tensor another device sends.
     * ``executor_refusal(concrete)`` finds nothing the executor refuses.
     """
     if getattr(tf.experimental, "function_executor_type", None) is None:
@@ -202,6 +203,11 @@ def choose_executor(concrete: Any) -> ExecutorChoice:
     accelerators = tf.config.list_logical_devices("GPU") + tf.config.list_logical_devices("TPU")
     if accelerators:
         return ExecutorChoice(DEFAULT_EXECUTOR, f"TensorFlow sees {accelerators[0].name}")
+    cpus = tf.config.list_logical_devices("CPU")
+    if len(cpus) > 1:
+        # A step that reads another device's variables (a mirrored copy, a table) sends tensors between devices,
+        # and the single-threaded executor, which runs one op at a time, waits forever on such a receive.
+        return ExecutorChoice(DEFAULT_EXECUTOR, f"TensorFlow sees {len(cpus)} CPU devices (--virtual_cpu_devices)")
     refusal = executor_refusal(concrete)
     if refusal is not None:
         return ExecutorChoice(DEFAULT_EXECUTOR, f"the single-threaded executor refuses it: {refusal}")

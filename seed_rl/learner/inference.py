@@ -17,6 +17,7 @@ unroll, where it would later fail the training step.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from typing import Any, Callable, NamedTuple, Optional
 
@@ -150,6 +151,9 @@ class ActionCheck:
         return ActionOutOfSpecError(error.node_def, error.op, f"{self.message} {rows}")
 
 
+_no_scope = contextlib.nullcontext
+
+
 def _where_rows(mask, a, b):
     def f(x, y):
         m = tf.reshape(mask, tf.concat([tf.shape(mask), tf.ones([tf.rank(x) - 1], tf.int32)], 0))
@@ -177,9 +181,16 @@ class InferenceStep(tf.Module):
 
     def __init__(self, agent, observation_spec, num_envs: int, unroll_length: int, num_action_repeats: int,
                  policy_version: tf.Variable, num_overlapping_steps: int = 0, num_eval_envs: int = 0,
-                 fast_call: bool = True, action_spec: Optional[ArraySpec] = None):
+                 fast_call: bool = True, action_spec: Optional[ArraySpec] = None, device: Optional[str] = None,
+                 jit_compile: bool = False):
         super().__init__(name="inference_step")
         self.agent = agent
+        self.device = device
+        """Where the tables live and the step's ops run (the learner's ``--inference_device``); None: TF's
+        placement. The network reads the weights where they are: a mirrored variable's first copy."""
+        # XLA compiles the network's call (fixed shapes per batch size); the table reads and writes around it
+        # have data-dependent shapes (boolean masks) that XLA does not take.
+        self._act = tf.function(agent.act, jit_compile=True) if jit_compile else agent.act
         self.action_check = None if action_spec is None else ActionCheck(action_spec)
         """What the agent's actions are checked against (None: nothing is checked)."""
         self.num_envs = num_envs
@@ -192,16 +203,9 @@ class InferenceStep(tf.Module):
         env_spec = tf.nest.map_structure(lambda s: tf.TensorSpec(s.shape[1:], s.dtype),
                                          specs_lib.env_output_spec(observation_spec))
         agent_output_spec = specs_lib.spec_of_tensors(agent.agent_output_spec())
-        self.run_ids = EnvTable(num_envs, tf.TensorSpec([], tf.int64), "run_ids")
-        self.agent_states = EnvTable(num_envs, state_spec, "agent_states")
-        self.prev_actions = EnvTable(num_envs, action_tensor_spec, "prev_actions")
-        self.episode_stats = EnvTable(num_envs, EpisodeStats(
-            tf.TensorSpec([], tf.int64), tf.TensorSpec([], tf.int32), tf.TensorSpec([], tf.float32),
-            tf.TensorSpec([], tf.float32)), "episode_stats")
-        # Each step keeps the recurrent state *before* it, so that every unroll carries the exact state at its
-        # first step, whatever the overlap (the original stored the state of position `burn_in` instead).
-        step_spec = (action_tensor_spec, env_spec, agent_output_spec, tf.TensorSpec([], tf.int64), state_spec)
-        self.store = UnrollStore(num_envs, unroll_length, step_spec, num_overlapping_steps)
+        with tf.device(device) if device else _no_scope():
+            self._make_tables(num_envs, state_spec, action_tensor_spec, env_spec, agent_output_spec, unroll_length,
+                              num_overlapping_steps)
         # The compiled step takes the per-env scalars packed into two arrays (ids, run ids, episode step, done,
         # abandoned as int64; reward, raw reward as float32) plus the observation leaves: each tensor handed to a
         # TF function costs Python time on every call, more than a small network's ops take to run (measured:
@@ -214,6 +218,19 @@ class InferenceStep(tf.Module):
         self.fast_call = fast_call
         self._call: Optional[Callable[[list], InferenceOutput]] = None
         self._executor_choice: Optional[fast_call_lib.ExecutorChoice] = None
+
+    def _make_tables(self, num_envs, state_spec, action_tensor_spec, env_spec, agent_output_spec, unroll_length,
+                     num_overlapping_steps) -> None:
+        self.run_ids = EnvTable(num_envs, tf.TensorSpec([], tf.int64), "run_ids")
+        self.agent_states = EnvTable(num_envs, state_spec, "agent_states")
+        self.prev_actions = EnvTable(num_envs, action_tensor_spec, "prev_actions")
+        self.episode_stats = EnvTable(num_envs, EpisodeStats(
+            tf.TensorSpec([], tf.int64), tf.TensorSpec([], tf.int32), tf.TensorSpec([], tf.float32),
+            tf.TensorSpec([], tf.float32)), "episode_stats")
+        # Each step keeps the recurrent state *before* it, so that every unroll carries the exact state at its
+        # first step, whatever the overlap (the original stored the state of position `burn_in` instead).
+        step_spec = (action_tensor_spec, env_spec, agent_output_spec, tf.TensorSpec([], tf.int64), state_spec)
+        self.store = UnrollStore(num_envs, unroll_length, step_spec, num_overlapping_steps)
 
     @property
     def executor(self) -> fast_call_lib.ExecutorChoice:
@@ -258,6 +275,12 @@ class InferenceStep(tf.Module):
             raise refusal from None
 
     def _packed_step(self, ints, floats, observation):
+        if self.device:
+            with tf.device(self.device):
+                return self._unpacked_step(ints, floats, observation)
+        return self._unpacked_step(ints, floats, observation)
+
+    def _unpacked_step(self, ints, floats, observation):
         env_outputs = EnvOutput(reward=floats[:, 0], done=tf.cast(ints[:, 3], tf.bool), observation=observation,
                                 abandoned=tf.cast(ints[:, 4], tf.bool),
                                 episode_step=tf.cast(ints[:, 2], tf.int32))
@@ -294,7 +317,7 @@ class InferenceStep(tf.Module):
         frames = (tf.cast(n, tf.int64) - tf.reduce_sum(tf.cast(abandoned, tf.int64))) * repeats
 
         # 3. Act, and check the actions against the action spec.
-        agent_outputs, new_states = self.agent.act(prev_actions, env_outputs, prev_states, env_ids)
+        agent_outputs, new_states = self._act(prev_actions, env_outputs, prev_states, env_ids)
         checks = [] if self.action_check is None else self.action_check.ops(env_ids, agent_outputs.action)
 
         # 4. Only then write: reset the new runs, account the episodes, append the training envs' rows to their

@@ -29,6 +29,7 @@ import tensorflow as tf
 
 from seed_rl import agents as agents_lib
 from seed_rl.config import Config, replace
+from seed_rl.learner import devices as devices_lib
 from seed_rl.learner import resume as resume_lib
 from seed_rl.learner import summaries as summaries_lib
 from seed_rl.learner.checkpoints import BestCheckpoint, RunCheckpoint
@@ -80,6 +81,9 @@ class Learner:
             except RuntimeError:  # TensorFlow already initialised in this process (e.g. a notebook)
                 log.warning("tf_intra_op_threads=%d ignored: TensorFlow is already initialised",
                             run.tf_intra_op_threads)
+        devices_lib.configure_virtual_cpu_devices(run.virtual_cpu_devices)
+        self.devices = devices_lib.from_run_config(run)
+        """Which devices train and which one runs inference (``seed_rl/learner/devices.py``)."""
         if observation_spec is None or action_spec is None:
             from seed_rl.envs import env_specs
 
@@ -97,20 +101,24 @@ class Learner:
         # Python's global generators), so one seed gives one set of initial weights and one action stream.
         keras.utils.set_random_seed(run.seed)
         self.num_envs = run.resolved_num_envs
-        self.agent: Agent = agents_lib.make_agent(config.agent_name, config.agent, observation_spec, action_spec,
-                                                  num_envs=self.num_envs, num_eval_envs=run.num_eval_envs)
+        with self.devices.scope(), devices_lib.dtype_policy(self.devices.dtype_policy()):
+            self.agent: Agent = agents_lib.make_agent(config.agent_name, config.agent, observation_spec,
+                                                      action_spec, num_envs=self.num_envs,
+                                                      num_eval_envs=run.num_eval_envs)
         self.feed = self.agent.feed
         schedule = self.agent.schedule
         if run.batch_size % schedule.minibatches:
             raise ValueError(f"batch_size={run.batch_size} does not split into the agent's {schedule.minibatches} "
                              "minibatches")
+        self.devices.check_batch(run.batch_size, schedule.minibatches)
         self.frames_per_train_step = frames_per_train_step(self.feed, run.batch_size, run.unroll_length,
                                                            config.env.num_action_repeats)
         self.policy_version = tf.Variable(0, dtype=tf.int64, trainable=False, name="train_steps")
         self.env_frames_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="env_frames")
         self.total_train_steps = total_train_steps(config, self.agent)
-        optimizer = self.agent.make_optimizer(self.total_train_steps * schedule.updates_per_batch)
-        self.trainer = Trainer(self.agent, optimizer, self.policy_version, seed=run.seed)
+        with self.devices.scope():
+            optimizer = self.agent.make_optimizer(self.total_train_steps * schedule.updates_per_batch)
+        self.trainer = Trainer(self.agent, optimizer, self.policy_version, seed=run.seed, devices=self.devices)
         try:
             self.checkpoints = RunCheckpoint(
                 run.logdir, dict(optimizer=optimizer, train_steps=self.policy_version,
@@ -122,10 +130,12 @@ class Learner:
         self.best = BestCheckpoint(run.logdir, self.checkpoints.checkpoint)
         self.env_frames = int(self.env_frames_var.numpy())
 
-        self.inference = InferenceStep(
-            self.agent, observation_spec, self.num_envs, run.unroll_length, config.env.num_action_repeats,
-            self.policy_version, num_overlapping_steps=self.agent.num_overlapping_steps,
-            num_eval_envs=run.num_eval_envs, fast_call=run.fast_inference_call, action_spec=action_spec)
+        with self.devices.inference_scope():
+            self.inference = InferenceStep(
+                self.agent, observation_spec, self.num_envs, run.unroll_length, config.env.num_action_repeats,
+                self.policy_version, num_overlapping_steps=self.agent.num_overlapping_steps,
+                num_eval_envs=run.num_eval_envs, fast_call=run.fast_inference_call, action_spec=action_spec,
+                device=self.devices.inference_device, jit_compile=run.jit_compile)
         self.queue = UnrollQueue(run.resolved_unroll_queue_size)
         self.replay: Optional[replay_lib.PrioritizedReplay] = None
         self.source: QueueSource | ReplaySource
@@ -264,6 +274,7 @@ class Learner:
         self.port = self.server.start()
         self.episode_log = summaries_lib.EpisodeLog(self.config.run.logdir)
         self.writer = summaries_lib.SummaryWriter(self.config.run.logdir)
+        self.writer.text("learner/devices", self.devices.describe(), step=self.env_frames)
         run = self.config.run
         if run.wandb_project:
             public = replace(self.config, run=replace(run, auth_token=REDACTED if run.auth_token else ""))
@@ -286,6 +297,7 @@ class Learner:
               f"{self.num_envs} envs, listening on port {self.port} of {run.server_address.rsplit(':', 1)[0]} "
               f"({self.server.server_kind} gRPC server), run directory {run.logdir}{resumed}",
               flush=True)
+        print(f"seed_rl learner: devices: {self.devices.describe()}", flush=True)
         frame_rate = summaries_lib.RateMeter(self.env_frames)
         step_rate = summaries_lib.RateMeter(float(self.policy_version.numpy()))
         last_summary = time.monotonic()

@@ -150,6 +150,11 @@ class SummaryWriter:
         with self._writer.as_default(step=step):
             tf.summary.histogram(name, values)
 
+    def text(self, name: str, text: str, step: int) -> None:
+        """A text summary (TensorBoard's Text tab), e.g. ``learner/devices``."""
+        with self._writer.as_default(step=step), tf.device("/CPU:0"):
+            tf.summary.text(name, text)
+
     def flush(self) -> None:
         self._writer.flush()
 

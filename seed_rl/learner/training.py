@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Any, Dict, List, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optional
 
 import numpy as np
 import tensorflow as tf
 
 from seed_rl.ops.unrolls import time_major
 from seed_rl.types import Agent, ArraySpec, Feed, ReplayFeed, Unroll, UpdateSchedule
+
+if TYPE_CHECKING:
+    from seed_rl.learner.devices import DeviceLayer
 
 
 class QueueClosed(Exception):
@@ -193,14 +196,26 @@ class Trainer:
     """
 
     def __init__(self, agent: Agent, optimizer, policy_version: tf.Variable, schedule: Optional[UpdateSchedule] = None,
-                 seed: int = 0):
+                 seed: int = 0, devices: Optional["DeviceLayer"] = None):
         self.agent = agent
         self.optimizer = optimizer
         self.policy_version = policy_version
         self.schedule = schedule or agent.schedule
         self.seed = seed
-        self.optimizer.build(agent.trainable_variables)
-        self._compiled = tf.function(self._update, reduce_retracing=True)
+        self.devices = devices
+        jit = bool(devices is not None and devices.jit_compile)
+        # XLA compiles the loss and its gradients (fixed shapes); the optimizer update, the all-reduce and the
+        # target hook stay outside (their control flow and cross-replica ops are not XLA's).
+        self._loss_and_grads = tf.function(self._gradients, jit_compile=True) if jit else self._gradients
+        self._clip: Optional[Callable[[list], list]] = None
+        if devices is not None and devices.distributed:
+            with devices.scope():
+                self.optimizer.build(agent.trainable_variables)
+            self._clip = _take_clipping(optimizer)
+            self._compiled = tf.function(self._distributed_update, reduce_retracing=True)
+        else:
+            self.optimizer.build(agent.trainable_variables)
+            self._compiled = tf.function(self._update, reduce_retracing=True)
 
     def learning_rate(self) -> float:
         lr = self.optimizer.learning_rate
@@ -212,7 +227,7 @@ class Trainer:
         version = int(self.policy_version.numpy())
         first_update = version * updates
         if updates == 1:
-            metrics, new = self._compiled(batch, weights, tf.constant(first_update + 1, tf.int64))
+            metrics, new = self._call(batch, weights, first_update + 1)
             self.policy_version.assign_add(1)
             return TrainStepResult(dict(metrics), None if new is None else np.asarray(new))
         size = int(tf.nest.flatten(batch)[0].shape[0])
@@ -231,7 +246,7 @@ class Trainer:
                 k += 1
                 mini = tf.nest.map_structure(lambda x, idx=part: x[idx], batch)
                 mini_weights = None if weights is None else weights[part]
-                metrics, new = self._compiled(mini, mini_weights, tf.constant(k, tf.int64))
+                metrics, new = self._call(mini, mini_weights, k)
                 collected.append(metrics)
                 if new is not None:
                     if priorities is None:
@@ -243,12 +258,22 @@ class Trainer:
             tf.stack([m["learner/target_updated"] for m in collected]))
         return TrainStepResult(combined, priorities)
 
-    def _update(self, batch, weights, update):
-        unroll = time_major(batch)
+    def _call(self, batch, weights, update: int):
+        if self.devices is not None and self._clip is not None:  # distributed: each replica gets its slice
+            batch, weights = self.devices.split(batch), self.devices.split(weights)
+        return self._compiled(batch, weights, tf.constant(update, tf.int64))
+
+    def _gradients(self, unroll, weights, scale):
         variables = self.agent.trainable_variables
         with tf.GradientTape() as tape:
             result = self.agent.loss(unroll, weights)
-        grads = tape.gradient(result.loss, variables)
+            loss = result.loss if scale is None else result.loss * scale
+        return result, tape.gradient(loss, variables)
+
+    def _update(self, batch, weights, update):
+        unroll = time_major(batch)
+        variables = self.agent.trainable_variables
+        result, grads = self._loss_and_grads(unroll, weights, None)
         metrics = dict(result.metrics)
         metrics["learner/grad_norm"] = tf.linalg.global_norm([g for g in grads if g is not None])
         self.optimizer.apply_gradients(
@@ -257,3 +282,61 @@ class Trainer:
         metrics["learner/policy_lag"] = version - tf.reduce_mean(tf.cast(unroll.policy_version, tf.float32))
         metrics["learner/target_updated"] = tf.cast(self.agent.update_targets(update), tf.float32)
         return metrics, result.priorities
+
+    def _distributed_update(self, batch, weights, update):
+        """``_update`` under a multi-replica strategy: ``batch`` and ``weights`` are per-replica slices.
+
+        The agent's loss is a mean over the batch's sequences (the contract), so the mean of the replicas'
+        gradients is the gradient of the whole batch: each replica takes the gradient of ``loss / replicas``, and
+        one all-reduce (sum) gives every replica that mean. The optimizer's clipping is applied to it here (Keras
+        would clip each replica's part before its own sum) and the optimizer gets ``clipped / replicas``, which its
+        replica-context all-reduce sums back to ``clipped`` (exact for a power-of-two number of replicas). The
+        metrics are the replicas' means, the priorities the replicas' slices in batch order, and the target hook
+        runs once, in cross-replica context, after the update.
+
+        Metrics are combined across replicas by name: a name ending in ``max`` or ``min`` by maximum or minimum,
+        any other by the mean (exact for a metric that is a mean over the batch's sequences).
+        """
+        devices = self.devices
+        replicas = devices.num_replicas
+        variables = self.agent.trainable_variables
+
+        def replica_step(batch, weights):
+            unroll = time_major(batch)
+            result, grads = self._loss_and_grads(unroll, weights, tf.constant(1.0 / replicas))
+            present = [(g, v) for g, v in zip(grads, variables) if g is not None]
+            context = tf.distribute.get_replica_context()
+            mean = context.all_reduce(tf.distribute.ReduceOp.SUM, [g for g, _ in present])
+            metrics = dict(result.metrics)
+            metrics["learner/grad_norm"] = tf.linalg.global_norm(mean)
+            clipped = self._clip(mean)
+            self.optimizer.apply_gradients([(g / replicas, v) for g, (_, v) in zip(clipped, present)])
+            version = tf.cast(self.policy_version, tf.float32)
+            metrics["learner/policy_lag"] = version - tf.reduce_mean(tf.cast(unroll.policy_version, tf.float32))
+            return metrics, result.priorities
+
+        metrics, priorities = devices.run(replica_step, (batch, weights))
+        metrics = {name: devices.reduce(name, value) for name, value in metrics.items()}
+        if priorities is not None:
+            priorities = tf.concat(devices.local_results(priorities), axis=0)
+        metrics["learner/target_updated"] = tf.cast(self.agent.update_targets(update), tf.float32)
+        return metrics, priorities
+
+
+def _take_clipping(optimizer) -> Callable[[list], list]:
+    """Takes the Keras optimizer's gradient clipping (``clipnorm``, ``global_clipnorm`` or ``clipvalue``, which
+    Keras applies to each replica's gradients before summing them) off the optimizer and returns it as a function
+    of the all-reduced gradients, with Keras's semantics."""
+    clipnorm, global_clipnorm, clipvalue = optimizer.clipnorm, optimizer.global_clipnorm, optimizer.clipvalue
+    optimizer.clipnorm = optimizer.global_clipnorm = optimizer.clipvalue = None
+
+    def clip(grads: list) -> list:
+        if clipnorm:
+            return [tf.clip_by_norm(g, clipnorm) for g in grads]
+        if global_clipnorm:
+            return list(tf.clip_by_global_norm(grads, global_clipnorm)[0])
+        if clipvalue:
+            return [tf.clip_by_value(g, -clipvalue, clipvalue) for g in grads]
+        return list(grads)
+
+    return clip

@@ -77,8 +77,9 @@ def _actions(act_spec: ArraySpec, shape, rng):
     return tf.constant(rng.integers(0, act_spec.num_values, shape), tf.int32)
 
 
-def _random_unroll(agent, kind: str, rng, batch_major: bool = False) -> Unroll:
+def _random_unroll(agent, kind: str, rng, batch_major: bool = False, batch: int = B) -> Unroll:
     """A time-major [L, B, ...] (or batch-major [B, L, ...]) batch from the specs; L = T + 1 + overlap."""
+    B = batch  # noqa: N806 - the module's batch size, overridden
     obs_spec, act_spec, _ = SPECS[kind]
     length = T + 1 + agent.num_overlapping_steps
     outputs_spec = agent.agent_output_spec()
@@ -189,6 +190,33 @@ def test_loss_is_finite_and_gradients_reach_every_trainable_variable(case, built
     assert not missing, f"no gradient reaches {missing}"
     assert all(np.isfinite(g.numpy()).all() for g in grads)
     assert sum(float(tf.reduce_sum(tf.abs(g))) for g in grads) > 0
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_loss_is_a_mean_over_the_sequences(case, built):
+    """The loss of a batch is the mean of its halves' losses, and so are its gradients: what lets the learner's
+    device layer train a batch as replicas that each take a slice (seed_rl/learner/devices.py)."""
+    agent = built(*case)
+    unroll = _random_unroll(agent, case[1], np.random.default_rng(5), batch=4)
+    # No truncated episodes: a mean over the valid steps of a slice weighs its sequences by their valid steps.
+    unroll = unroll._replace(env_outputs=unroll.env_outputs._replace(
+        abandoned=tf.zeros_like(unroll.env_outputs.abandoned)))
+    weights = tf.constant([1.0, 0.5, 2.0, 0.25]) if isinstance(agent.feed, ReplayFeed) else None
+
+    def loss_and_grads(rows):
+        part = Unroll(agent_state=tf.nest.map_structure(lambda t: t[rows], unroll.agent_state),
+                      **{name: tf.nest.map_structure(lambda t: t[:, rows], getattr(unroll, name))
+                         for name in ("prev_actions", "env_outputs", "agent_outputs", "policy_version")})
+        with tf.GradientTape() as tape:
+            loss = agent.loss(part, None if weights is None else weights[rows]).loss
+        return float(loss), [g.numpy() for g in tape.gradient(loss, agent.trainable_variables)]
+
+    whole, whole_grads = loss_and_grads(slice(0, 4))
+    first, first_grads = loss_and_grads(slice(0, 2))
+    second, second_grads = loss_and_grads(slice(2, 4))
+    np.testing.assert_allclose(whole, (first + second) / 2, rtol=1e-4, atol=1e-6)
+    for g, a, b in zip(whole_grads, first_grads, second_grads):
+        np.testing.assert_allclose(g, (a + b) / 2, rtol=1e-3, atol=1e-6)
 
 
 @pytest.mark.parametrize("case", CASES, ids=_ids)

@@ -1,0 +1,188 @@
+"""Runs in a fresh process (``python -m tests.learner.mirrored_probe OUT.json``): the CPU split into 2 logical
+devices, which TensorFlow only allows before its runtime starts, so not inside the pytest process.
+
+For V-trace and R2D2 it trains the same agent on the same batches once on one device and once under
+``--strategy=mirrored`` over the 2 devices, and writes to OUT.json what ``test_devices.py`` checks: the largest
+weight, target-network and priority differences, the metrics of both, whether every mirrored variable's two copies
+are equal, the checkpoint written under one strategy restored under the other, XLA against no XLA, the inference
+step on the second device, and the errors of a batch that does not split.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+from seed_rl.learner import devices as devices_lib
+
+devices_lib.configure_virtual_cpu_devices(2)
+
+import keras  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from seed_rl.learner.checkpoints import RunCheckpoint  # noqa: E402
+from seed_rl.learner.inference import InferenceStep  # noqa: E402
+from seed_rl.learner.training import Trainer  # noqa: E402
+from seed_rl.types import ReplayFeed  # noqa: E402
+from tests.agents import test_contract as contract  # noqa: E402
+
+CASES = [("vtrace", "vector"), ("r2d2", "vector")]
+BATCH = 4
+STEPS = 3
+
+
+def _max_diff(a, b) -> float:
+    return max(float(np.max(np.abs(np.asarray(x, np.float64) - np.asarray(y, np.float64)))) for x, y in zip(a, b))
+
+
+def _values(variables) -> list:
+    return [v.numpy() for v in variables]
+
+
+def _replica_copies_equal(variables) -> bool:
+    """Every mirrored variable's per-device copies hold the same values."""
+    strategy = devices_lib.DeviceLayer("mirrored").strategy
+    for v in variables:
+        copies = [c.numpy() for c in strategy.experimental_local_results(v.value if isinstance(v, keras.Variable)
+                                                                          else v)]
+        if len(copies) != 2 or any(not np.array_equal(copies[0], c) for c in copies[1:]):
+            return False
+    return True
+
+
+def _train(name: str, kind: str, strategy: str, jit: bool = False):
+    layer = devices_lib.DeviceLayer(strategy, jit_compile=jit)
+    with layer.scope():
+        agent = contract._build(name, kind, seed=3)
+        optimizer = agent.make_optimizer(100)
+    version = tf.Variable(0, dtype=tf.int64)
+    trainer = Trainer(agent, optimizer, version, seed=0, devices=layer)
+    rng = np.random.default_rng(7)
+    replay = isinstance(agent.feed, ReplayFeed)
+    results = []
+    for step in range(STEPS):
+        unroll = contract._random_unroll(agent, kind, rng, batch_major=True, batch=BATCH)
+        unroll = tf.nest.map_structure(lambda t: t.numpy(), unroll)
+        # No truncated episodes: a metric over the valid steps of a replica's slice (R2D2's td_squared) is then a
+        # mean over its sequences, like the loss, and the replicas' mean is the whole batch's.
+        unroll.env_outputs.abandoned[:] = False
+        weights = np.linspace(0.25, 1.0, BATCH).astype(np.float32) if replay else None
+        if replay and step == STEPS - 1:
+            # The last update is a target-network update (R2D2 copies every update_target_every_n_step updates).
+            version.assign(agent.config.update_target_every_n_step - 1)
+        results.append(trainer.step(unroll, weights))
+    return layer, agent, optimizer, version, results
+
+
+def probe_case(name: str, kind: str) -> dict:
+    _, single, single_opt, _, single_results = _train(name, kind, "auto")
+    layer, mirrored, mirrored_opt, version, mirrored_results = _train(name, kind, "mirrored")
+    out = {
+        "replicas": layer.num_replicas,
+        "describe": layer.describe(),
+        "mirrored_type": type(mirrored.trainable_variables[0].value).__name__,
+        "weight_diff": _max_diff(_values(single.trainable_variables), _values(mirrored.trainable_variables)),
+        "weight_change": _max_diff(_values(contract._build(name, kind, seed=3).trainable_variables),
+                                   _values(single.trainable_variables)),
+        "optimizer_diff": _max_diff(_values(single_opt.variables), _values(mirrored_opt.variables)),
+        "copies_equal": _replica_copies_equal(mirrored.trainable_variables + list(mirrored_opt.variables)),
+        "metrics": [{k: [float(a.metrics[k]), float(b.metrics[k])] for k in a.metrics}
+                    for a, b in zip(single_results, mirrored_results)],
+    }
+    if isinstance(single.feed, ReplayFeed):
+        out["priority_diff"] = max(_max_diff([a.priorities], [b.priorities])
+                                   for a, b in zip(single_results, mirrored_results))
+        out["priorities_shape"] = list(mirrored_results[-1].priorities.shape)
+        out["target_diff"] = _max_diff(_values(single.target_network.variables),
+                                       _values(mirrored.target_network.variables))
+        out["target_equals_online"] = _max_diff(_values(mirrored.target_network.variables),
+                                                _values(mirrored.network.variables)) == 0.0
+        out["target_copies_equal"] = _replica_copies_equal(mirrored.target_network.variables)
+
+    # Checkpoints: written under one strategy, restored under the other (and back).
+    with tempfile.TemporaryDirectory() as tmp:
+        items = dict(optimizer=mirrored_opt, train_steps=version, **mirrored.checkpoint_items())
+        RunCheckpoint(os.path.join(tmp, "m"), items).save(1)
+        fresh_layer = devices_lib.DeviceLayer("auto")
+        with fresh_layer.scope():
+            restored = contract._build(name, kind, seed=11)
+            restored_opt = restored.make_optimizer(100)
+        Trainer(restored, restored_opt, tf.Variable(0, dtype=tf.int64), devices=fresh_layer)
+        restored_version = tf.Variable(0, dtype=tf.int64)
+        ckpt = RunCheckpoint(os.path.join(tmp, "m"), dict(optimizer=restored_opt, train_steps=restored_version,
+                                                          **restored.checkpoint_items()))
+        out["restored_into_single"] = ckpt.restored_from is not None
+        out["mirrored_to_single_diff"] = max(
+            _max_diff(_values(mirrored.trainable_variables), _values(restored.trainable_variables)),
+            _max_diff(_values(mirrored_opt.variables), _values(restored_opt.variables)))
+        out["restored_version"] = int(restored_version.numpy())
+
+        items = dict(optimizer=single_opt, train_steps=tf.Variable(STEPS, dtype=tf.int64),
+                     **single.checkpoint_items())
+        RunCheckpoint(os.path.join(tmp, "s"), items).save(1)
+        with layer.scope():
+            back = contract._build(name, kind, seed=12)
+            back_opt = back.make_optimizer(100)
+        Trainer(back, back_opt, tf.Variable(0, dtype=tf.int64), devices=layer)
+        RunCheckpoint(os.path.join(tmp, "s"), dict(optimizer=back_opt, train_steps=tf.Variable(0, dtype=tf.int64),
+                                                   **back.checkpoint_items()))
+        out["single_to_mirrored_diff"] = max(
+            _max_diff(_values(single.trainable_variables), _values(back.trainable_variables)),
+            _max_diff(_values(single_opt.variables), _values(back_opt.variables)))
+        out["single_to_mirrored_copies_equal"] = _replica_copies_equal(back.trainable_variables)
+
+    # XLA compiles the loss and gradients: the same update within float tolerance.
+    _, jitted, _, _, _ = _train(name, kind, "auto", jit=True)
+    out["jit_diff"] = _max_diff(_values(single.trainable_variables), _values(jitted.trainable_variables))
+
+    # Inference: its tables and ops on the second device (the weights read from the first copy), and with XLA on
+    # the first device.
+    obs_spec, act_spec, _ = contract.SPECS[kind]
+    for where, jit in (("/CPU:1", False), ("", True)):
+        chosen = devices_lib.DeviceLayer("mirrored", inference_device=where, jit_compile=jit)
+        with chosen.inference_scope():
+            step = InferenceStep(mirrored, obs_spec, contract.NUM_ENVS, 3, 1, tf.Variable(0, dtype=tf.int64),
+                                 num_overlapping_steps=mirrored.num_overlapping_steps, action_spec=act_spec,
+                                 device=chosen.inference_device, jit_compile=jit)
+        rng = np.random.default_rng(1)
+        env_outputs = tf.nest.map_structure(lambda t: t.numpy(), contract._env_outputs(obs_spec, [3], rng))
+        result = step(np.arange(3, dtype=np.int32), np.ones(3, np.int64), env_outputs, np.zeros(3, np.float32))
+        actions = result.actions.numpy()
+        key = "inference_xla" if jit else "inference"
+        out[key] = {"actions_valid": bool(np.all((actions >= 0) & (actions < act_spec.num_values))),
+                    "device": chosen.inference_device, "table_device": tf.nest.flatten(step.run_ids._vars)[0].device,
+                    "executor": step.executor.name}
+    return out
+
+
+def probe_errors() -> dict:
+    layer = devices_lib.DeviceLayer("mirrored")
+    out = {}
+    for what, call in (("check_batch", lambda: layer.check_batch(6, minibatches=2)),
+                       ("split", lambda: layer.split(np.zeros([3, 2], np.float32))),
+                       ("inference_device", lambda: devices_lib.DeviceLayer("mirrored", inference_device="/GPU:3")),
+                       ("jit_elsewhere", lambda: devices_lib.DeviceLayer("mirrored", inference_device="/CPU:1",
+                                                                         jit_compile=True)),
+                       ("virtual_cpus", lambda: devices_lib.configure_virtual_cpu_devices(3))):
+        try:
+            call()
+            out[what] = None
+        except devices_lib.DeviceError as e:
+            out[what] = str(e)
+    layer.check_batch(8, minibatches=2)  # divides: no error
+    return out
+
+
+def main(path: str) -> None:
+    report = {f"{name}-{kind}": probe_case(name, kind) for name, kind in CASES}
+    report["errors"] = probe_errors()
+    with open(path, "w") as f:
+        json.dump(report, f, indent=1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

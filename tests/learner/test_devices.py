@@ -1,0 +1,124 @@
+"""The learner's device layer (seed_rl/learner/devices.py): mirrored training on 2 virtual CPU devices equals the
+single-device step, checkpoints cross strategies, XLA, the inference device, and the errors.
+
+The multi-device checks run in one fresh process (tests/learner/mirrored_probe.py): TensorFlow splits the CPU only
+before its runtime starts, which in this process it already has.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from seed_rl.config import RunConfig
+from seed_rl.learner import devices as devices_lib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+AGENTS = ("vtrace-vector", "r2d2-vector")
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory):
+    out = tmp_path_factory.mktemp("probe") / "probe.json"
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": ROOT}
+    res = subprocess.run([sys.executable, "-m", "tests.learner.mirrored_probe", str(out)], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("case", AGENTS)
+def test_a_mirrored_step_on_two_devices_equals_the_single_device_step(probe, case):
+    r = probe[case]
+    assert r["replicas"] == 2 and r["mirrored_type"] == "MirroredVariable"
+    assert "training on 2 replicas (mirrored: CPU:0, CPU:1), inference on CPU:0" == r["describe"]
+    # Three updates moved the weights by far more than the difference between the two ways of computing them.
+    assert r["weight_change"] > 1e-4
+    assert r["weight_diff"] < 1e-5 and r["optimizer_diff"] < 1e-5, r
+    assert r["copies_equal"], "the two replicas' copies of a weight differ"
+    for step in r["metrics"]:
+        for name in ("losses/total", "learner/grad_norm"):
+            a, b = step[name]
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6, err_msg=name)
+        for name, (a, b) in step.items():
+            np.testing.assert_allclose(a, b, rtol=1e-2, atol=1e-4, err_msg=name)
+
+
+def test_replay_priorities_and_the_target_update_under_mirrored(probe):
+    r = probe["r2d2-vector"]
+    assert r["priorities_shape"] == [4], "the replicas' priorities are not the whole batch's"
+    assert r["priority_diff"] < 1e-5
+    # The last update copied the online weights to the target network, on both replicas.
+    assert r["target_equals_online"] and r["target_copies_equal"] and r["target_diff"] < 1e-5
+
+
+@pytest.mark.parametrize("case", AGENTS)
+def test_checkpoints_restore_under_the_other_strategy(probe, case):
+    r = probe[case]
+    assert r["restored_into_single"] and r["mirrored_to_single_diff"] == 0.0 and r["restored_version"] > 0
+    assert r["single_to_mirrored_diff"] == 0.0 and r["single_to_mirrored_copies_equal"]
+
+
+@pytest.mark.parametrize("case", AGENTS)
+def test_xla_gives_the_same_update(probe, case):
+    assert probe[case]["jit_diff"] < 1e-5
+
+
+@pytest.mark.parametrize("case", AGENTS)
+def test_the_inference_step_runs_on_the_chosen_device(probe, case):
+    r = probe[case]
+    assert r["inference"]["actions_valid"] and r["inference"]["table_device"].endswith("CPU:1")
+    # Several CPU devices: a step may receive from another device, which the single-threaded executor cannot.
+    assert r["inference"]["executor"] == "DEFAULT"
+    assert r["inference_xla"]["actions_valid"] and r["inference_xla"]["table_device"].endswith("CPU:0")
+
+
+def test_errors_on_two_devices_name_the_flag(probe):
+    e = probe["errors"]
+    assert "--batch_size=6 does not split into 2 minibatches of 3 over 2 replicas" in e["check_batch"]
+    assert "choose a multiple of 4" in e["check_batch"]
+    assert "does not split over 2 replicas" in e["split"]
+    assert "--inference_device='/GPU:3': no such device" in e["inference_device"]
+    assert "--jit_compile with --inference_device=CPU:1" in e["jit_elsewhere"]
+    assert "--virtual_cpu_devices=3: TensorFlow has already started" in e["virtual_cpus"]
+
+
+# -- in this process (one CPU device) ------------------------------------------------------------------------------
+def test_unknown_strategy_and_precision_are_refused():
+    with pytest.raises(ValueError, match="strategy must be one of auto, mirrored, tpu, got 'horovod'"):
+        RunConfig(strategy="horovod")
+    with pytest.raises(devices_lib.DeviceError, match="'horovod' is not a strategy; choose one of auto, mirrored"):
+        devices_lib.DeviceLayer("horovod")
+    with pytest.raises(ValueError, match="precision must be one of"):
+        RunConfig(precision="int8")
+    with pytest.raises(ValueError, match="needs strategy=tpu"):
+        RunConfig(tpu="my-tpu")
+
+
+def test_tpu_needs_a_name():
+    with pytest.raises(devices_lib.DeviceError, match="--strategy=tpu needs --tpu=NAME"):
+        devices_lib.DeviceLayer("tpu")
+
+
+def test_auto_is_one_device_and_float16_needs_a_gpu():
+    layer = devices_lib.DeviceLayer("auto")
+    assert layer.num_replicas == 1 and not layer.distributed
+    assert layer.describe() == "training on 1 replica (auto: CPU:0), inference on CPU:0"
+    layer.check_batch(3)  # one replica: any batch
+    if not tf.config.list_logical_devices("GPU"):
+        with pytest.raises(devices_lib.DeviceError, match="--precision=float16 needs a GPU"):
+            devices_lib.DeviceLayer("auto", precision="float16")
+
+
+def test_virtual_cpu_devices_after_tensorflow_started():
+    tf.constant(1)  # the runtime has started
+    have = len(tf.config.list_logical_devices("CPU"))
+    devices_lib.configure_virtual_cpu_devices(have)  # what it already has: nothing to do
+    with pytest.raises(devices_lib.DeviceError, match="set the flag on a fresh learner process"):
+        devices_lib.configure_virtual_cpu_devices(have + 1)
