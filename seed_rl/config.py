@@ -87,8 +87,9 @@ def auto_inference_batch_size(num_envs: int, env_batch_size: int) -> int:
 
 STRATEGIES = ("auto", "mirrored", "tpu")
 """The learner's ``strategy`` values (``seed_rl/learner/devices.py``)."""
-PRECISIONS = ("float32", "bfloat16", "float16")
-"""The learner's ``precision`` values: the networks' compute dtype."""
+PRECISIONS = ("float32", "bfloat16")
+"""The learner's ``precision`` values: the networks' compute dtype. float16 is not offered: it needs loss scaling
+(its range is small), which bfloat16, with float32's range, does not."""
 
 AUTO_GRPC_SERVER_MAX_THREAD_TASKS = 64
 """``grpc_server="auto"`` serves up to this many actor tasks with the thread pool (2 threads each), more with
@@ -207,8 +208,8 @@ class RunConfig:
         "slower on CPU (benchmarks/strategy_scaling.py); try it on a GPU or TPU."
     )
     precision: str = field(
-        "float32", "Network compute dtype: float32, or mixed bfloat16 (CPU, TPU, recent GPUs) or float16 (GPU; "
-        "with loss scaling); variables and losses stay float32."
+        "float32", "Compute dtype of the networks' torsos: float32, or bfloat16 (mixed precision: TPUs, GPUs from "
+        "Ampere on, CPUs with AVX-512 BF16 or AMX); variables, LSTM, heads and losses stay float32."
     )
 
     @property

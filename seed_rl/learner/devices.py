@@ -162,8 +162,6 @@ class DeviceLayer:
                 f"--jit_compile with --inference_device={_short(self.inference_device)}: the network reads its "
                 f"weights from their first copy, on {_short(self.replica_devices[0])}, and XLA cannot read a "
                 "variable on another device; leave --inference_device empty or drop --jit_compile")
-        if precision != "float32":
-            self._check_precision()
 
     # -- what the learner asks ------------------------------------------------------------------------------
     @property
@@ -233,13 +231,6 @@ class DeviceLayer:
             local = tf.stack(self.local_results(value))
             return tf.reduce_max(local) if name.endswith("max") else tf.reduce_min(local)
         return self.strategy.reduce(tf.distribute.ReduceOp.MEAN, value, axis=None)
-
-    # -- precision ------------------------------------------------------------------------------------------
-    def _check_precision(self) -> None:
-        device = tf.DeviceSpec.from_string(self.replica_devices[0]).device_type
-        if self.precision == "float16" and device != "GPU":
-            raise DeviceError(f"--precision=float16 needs a GPU (training runs on {device}); bfloat16 runs on CPUs "
-                              "and TPUs")
 
     def dtype_policy(self) -> Optional[str]:
         """The Keras dtype policy the networks are built under (None: float32, Keras's default)."""

@@ -40,16 +40,19 @@ class ActorCriticNetwork(keras.Model):
     def __init__(self, torso: keras.layers.Layer, num_actions: int, policy_size: int | None = None,
                  lstm_size: int = 256, use_reward_and_action: bool = True,
                  value_torso: keras.layers.Layer | None = None, **kwargs):
-        super().__init__(**kwargs)
+        # Under a mixed-precision policy (the learner's --precision) only the torsos compute in the low precision:
+        # this network, its LSTM and its heads keep float32 (kwargs may say otherwise).
+        super().__init__(**{"dtype": "float32", **kwargs})
         if value_torso is not None and lstm_size:
             raise ValueError("a separate value torso is only supported without an LSTM core")
         self.torso = torso
         self.value_torso = value_torso
         self.num_actions = int(num_actions)
         self.use_reward_and_action = use_reward_and_action
-        self.core = ResettingLSTM(lstm_size) if lstm_size else None
-        self.policy_head = keras.layers.Dense(policy_size or num_actions, name="policy_logits")
-        self.baseline_head = keras.layers.Dense(1, name="baseline")
+        self.core = ResettingLSTM(lstm_size, dtype=self.dtype_policy) if lstm_size else None
+        self.policy_head = keras.layers.Dense(policy_size or num_actions, name="policy_logits",
+                                              dtype=self.dtype_policy)
+        self.baseline_head = keras.layers.Dense(1, name="baseline", dtype=self.dtype_policy)
 
     def initial_state(self, batch_size: int):
         if self.core is None:
@@ -85,5 +88,5 @@ class ActorCriticNetwork(keras.Model):
 
     @staticmethod
     def _encode(torso, flat_obs, t_b):
-        features = torso(flat_obs)
+        features = tf.cast(torso(flat_obs), tf.float32)
         return tf.reshape(features, tf.concat([t_b, [features.shape[-1]]], 0))

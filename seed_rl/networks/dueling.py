@@ -112,7 +112,9 @@ class DuelingLSTMDQNNet(keras.Model):
 
     def __init__(self, num_actions: int, observation_shape: Sequence[int], stack_size: int = 4,
                  torso: keras.layers.Layer | None = None, lstm_size: int = 512, hidden_size: int = 512, **kwargs):
-        super().__init__(**kwargs)
+        # Under a mixed-precision policy (the learner's --precision) only the torso computes in the low precision:
+        # this network, its LSTM and its heads keep float32 (kwargs may say otherwise).
+        super().__init__(**{"dtype": "float32", **kwargs})
         observation_shape = tuple(int(d) for d in observation_shape)
         if stack_size < 1:
             raise ValueError(f"stack_size must be >= 1, got {stack_size}")
@@ -129,11 +131,14 @@ class DuelingLSTMDQNNet(keras.Model):
         self.stack_size = int(stack_size)
         self.torso_input_shape = observation_shape[:-1] + (observation_shape[-1] * self.stack_size,)
         self.torso = torso
-        self.core = ResettingLSTM(lstm_size)
-        self.value_hidden = keras.layers.Dense(hidden_size, activation="relu", name="hidden_value")
-        self.value_head = keras.layers.Dense(1, name="value_head")
-        self.advantage_hidden = keras.layers.Dense(hidden_size, activation="relu", name="hidden_advantage")
-        self.advantage_head = keras.layers.Dense(self.num_actions, use_bias=False, name="advantage_head")
+        policy = self.dtype_policy
+        self.core = ResettingLSTM(lstm_size, dtype=policy)
+        self.value_hidden = keras.layers.Dense(hidden_size, activation="relu", name="hidden_value", dtype=policy)
+        self.value_head = keras.layers.Dense(1, name="value_head", dtype=policy)
+        self.advantage_hidden = keras.layers.Dense(hidden_size, activation="relu", name="hidden_advantage",
+                                                   dtype=policy)
+        self.advantage_head = keras.layers.Dense(self.num_actions, use_bias=False, name="advantage_head",
+                                                 dtype=policy)
 
     def initial_state(self, batch_size) -> AgentState:
         frames = tf.zeros([batch_size, *self.observation_shape[:-1], self.stack_size - 1], tf.uint8)
@@ -165,7 +170,7 @@ class DuelingLSTMDQNNet(keras.Model):
         frames, frame_state = stack_frames(observation, agent_state.frame_stacking_state, done, self.stack_size)
         num_steps, batch_size = tf.shape(done)[0], tf.shape(done)[1]
         # The torso is feed-forward: one call on all T * B observations.
-        features = self.torso(tf.reshape(frames, [-1, *self.torso_input_shape]))
+        features = tf.cast(self.torso(tf.reshape(frames, [-1, *self.torso_input_shape])), tf.float32)
         features = tf.reshape(features, [num_steps, batch_size, features.shape[-1]])
         reward = tf.cast(env_outputs.reward, tf.float32)[..., None]
         one_hot = tf.one_hot(tf.cast(prev_actions, tf.int32), self.num_actions)

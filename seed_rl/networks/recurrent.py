@@ -17,7 +17,7 @@ class ResettingLSTM(keras.layers.Layer):
     def __init__(self, units: int, **kwargs):
         super().__init__(**kwargs)
         self.units = units
-        self.cell = keras.layers.LSTMCell(units)
+        self.cell = keras.layers.LSTMCell(units, dtype=self.dtype_policy)
 
     def build(self, input_shape):
         self.cell.build((None, input_shape[-1]))

@@ -12,12 +12,16 @@ import os
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from seed_rl.config import RunConfig
 from seed_rl.learner import devices as devices_lib
+from seed_rl.learner.training import Trainer
+from seed_rl.types import ReplayFeed
+from tests.agents import test_contract as contract
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 AGENTS = ("vtrace-vector", "r2d2-vector")
@@ -106,14 +110,37 @@ def test_tpu_needs_a_name():
         devices_lib.DeviceLayer("tpu")
 
 
-def test_auto_is_one_device_and_float16_needs_a_gpu():
+def test_auto_is_one_device():
     layer = devices_lib.DeviceLayer("auto")
     assert layer.num_replicas == 1 and not layer.distributed
     assert layer.describe() == "training on 1 replica (auto: CPU:0), inference on CPU:0"
     layer.check_batch(3)  # one replica: any batch
-    if not tf.config.list_logical_devices("GPU"):
-        with pytest.raises(devices_lib.DeviceError, match="--precision=float16 needs a GPU"):
-            devices_lib.DeviceLayer("auto", precision="float16")
+    with pytest.raises(devices_lib.DeviceError, match="choose one of float32, bfloat16"):
+        devices_lib.DeviceLayer("auto", precision="float16")
+
+
+@pytest.mark.parametrize("case", [("vtrace", "image"), ("r2d2", "image"), ("vtrace", "vector")])
+def test_bfloat16_runs_the_torso_in_bfloat16_and_keeps_the_rest_float32(case):
+    layer = devices_lib.DeviceLayer("auto", precision="bfloat16")
+    assert layer.describe().endswith("mixed bfloat16")
+    with devices_lib.dtype_policy(layer.dtype_policy()):
+        agent = contract._build(*case)
+    assert keras.config.dtype_policy().name == "float32"  # restored
+    network = agent.network
+    torsos = [t for t in (network.torso, getattr(network, "value_torso", None)) if t is not None]
+    torso_layers = [sub for t in torsos for sub in t._flatten_layers()]
+    assert all(sub.compute_dtype == "bfloat16" for sub in torso_layers)
+    assert any(sub.weights for sub in torso_layers)
+    assert all(v.dtype == "float32" for v in agent.trainable_variables)
+    rest = [sub for sub in network._flatten_layers() if not any(sub is t for t in torso_layers)]
+    assert any(sub.weights for sub in rest) and all(sub.compute_dtype == "float32" for sub in rest)
+    outputs, _ = contract._act(agent, case[1], np.random.default_rng(0))
+    assert all(t.dtype in (tf.int32, tf.float32) for t in tf.nest.flatten(outputs))
+    trainer = Trainer(agent, agent.make_optimizer(10), tf.Variable(0, dtype=tf.int64), devices=layer)
+    unroll = contract._random_unroll(agent, case[1], np.random.default_rng(1), batch_major=True)
+    replay = isinstance(agent.feed, ReplayFeed)
+    result = trainer.step(unroll, np.ones([contract.B], np.float32) if replay else None)
+    assert np.isfinite(float(result.metrics["losses/total"])) and float(result.metrics["learner/grad_norm"]) > 0
 
 
 def test_virtual_cpu_devices_after_tensorflow_started():
