@@ -205,7 +205,8 @@ class RunConfig:
     )
     jit_compile: bool = field(
         False, "Compile the loss and its gradients, and the network's inference call, with XLA. Off by default: "
-        "slower on CPU (benchmarks/strategy_scaling.py); try it on a GPU or TPU."
+        "each new inference batch size compiles for seconds while actors wait (docs/devices.md); on for long runs "
+        "on a GPU or TPU."
     )
     precision: str = field(
         "float32", "Compute dtype of the networks' torsos: float32, or bfloat16 (mixed precision: TPUs, GPUs from "
