@@ -19,7 +19,7 @@ from seed_rl.networks import (
     checkpoint_variables,
     orthogonal_init,
 )
-from seed_rl.ops.distributions import get_distribution
+from seed_rl.ops.distributions import Categorical, get_distribution
 from seed_rl.ops.specs import zeros_env_output
 from seed_rl.types import Agent, ArraySpec, EnvOutput, LossResult, ObservationSpec, QueueFeed, UpdateSchedule
 
@@ -77,7 +77,12 @@ class VTraceAgent:
         self.config = config
         self.observation_spec = observation_spec
         self.action_spec = action_spec
-        self.distribution = get_distribution(action_spec)
+        if action_spec.num_values <= 0 or tuple(action_spec.shape) != ():
+            # The network's previous-action input and the action tables are one integer action per step so far.
+            kind = "continuous" if action_spec.num_values <= 0 else "multi-discrete"
+            raise ValueError(f"the vtrace agent takes one discrete action per step (an int32 scalar with "
+                             f"num_values > 0); this env's {kind} action spec {action_spec} is not supported yet")
+        self.distribution: Categorical = get_distribution(action_spec)
         self.network = build_network(config, observation_spec, action_spec,
                                      self.distribution.param_size(action_spec.num_values))
         self.entropy_cost = EntropyCost(config.entropy_cost, config.entropy_cost_adjustment_speed)
