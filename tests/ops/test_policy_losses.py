@@ -1,0 +1,128 @@
+"""seed_rl/ops/policy_losses.py against numpy and the textbook forms of each loss."""
+
+from __future__ import annotations
+
+import math
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from seed_rl.ops import policy_losses as pl
+
+T, B = 6, 5
+
+
+def _inputs(seed=0):
+    rng = np.random.default_rng(seed)
+    advantages = rng.normal(size=(T, B)).astype(np.float32)
+    log_pi = tf.Variable(rng.normal(size=(T, B)).astype(np.float32) * 0.3 - 1.0)
+    log_mu = (log_pi.numpy() + rng.normal(size=(T, B)).astype(np.float32) * 0.4)
+    return advantages, log_pi, log_mu
+
+
+def _loss_and_grad(loss_fn, advantages, log_pi, log_mu):
+    with tf.GradientTape() as tape:
+        loss, metrics = loss_fn(advantages, log_pi, log_mu)
+    return float(loss), tape.gradient(loss, log_pi).numpy(), metrics
+
+
+def test_pg_is_minus_log_pi_times_the_advantage():
+    a, log_pi, log_mu = _inputs(1)
+    loss, grad, _ = _loss_and_grad(pl.pg(), a, log_pi, log_mu)
+    np.testing.assert_allclose(loss, -np.mean(log_pi.numpy() * a), rtol=1e-5)
+    np.testing.assert_allclose(grad, -a / a.size, rtol=1e-5)
+
+
+def test_vtrace_loss_truncates_the_importance_weights():
+    a, log_pi, log_mu = _inputs(2)
+    loss, _, _ = _loss_and_grad(pl.vtrace(1.0), a, log_pi, log_mu)
+    rho = np.minimum(np.exp(log_pi.numpy() - log_mu), 1.0)
+    np.testing.assert_allclose(loss, -np.mean(rho * log_pi.numpy() * a), rtol=1e-5)
+
+
+def test_ppo_has_the_clipped_surrogates_gradient_and_with_infinite_epsilon_is_importance_weighted_pg():
+    a, log_pi, log_mu = _inputs(3)
+    eps = 0.2
+    _, grad, metrics = _loss_and_grad(pl.ppo(eps), a, log_pi, log_mu)
+    assert 0 < float(metrics["policy/ppo_clipped_fraction"]) < 1  # the test data clips some steps, not all
+    # The textbook surrogate with the original's ratio bounds [1 / (1 + eps), 1 + eps].
+    with tf.GradientTape() as tape:
+        ratio = tf.exp(log_pi - log_mu)
+        surrogate = tf.minimum(ratio * a, tf.clip_by_value(ratio, 1 / (1 + eps), 1 + eps) * a)
+        textbook = -tf.reduce_mean(surrogate)
+    np.testing.assert_allclose(grad, tape.gradient(textbook, log_pi).numpy(), rtol=1e-4, atol=1e-7)
+    # epsilon = inf: nothing is clipped; the importance-weighted policy gradient.
+    loss_inf, grad_inf, _ = _loss_and_grad(pl.ppo(math.inf), a, log_pi, log_mu)
+    loss_iw, grad_iw, _ = _loss_and_grad(pl.PolicyLoss(use_importance_weights=True), a, log_pi, log_mu)
+    np.testing.assert_allclose(loss_inf, loss_iw, rtol=1e-6)
+    np.testing.assert_allclose(grad_inf, grad_iw, rtol=1e-6)
+
+
+def test_ppo_normalizes_advantages_when_asked():
+    a, log_pi, log_mu = _inputs(4)
+    weighted, _ = pl.AdvantagePreprocessor(normalize=True)(a * 10 + 3)
+    np.testing.assert_allclose(weighted.numpy(), (a - a.mean()) / a.std(), rtol=1e-4, atol=1e-5)
+
+
+def test_awr_weights_are_exp_advantage_over_beta_capped_at_w_max():
+    a, log_pi, log_mu = _inputs(5)
+    beta, w_max = 0.5, 3.0
+    loss, _, _ = _loss_and_grad(pl.awr(beta, w_max), a, log_pi, log_mu)
+    weights = np.minimum(np.exp(a / beta), w_max)
+    np.testing.assert_allclose(loss, -np.mean(log_pi.numpy() * weights), rtol=1e-5)
+
+
+def test_vmpo_weights_the_top_half_by_a_softmax_and_adjusts_its_temperature():
+    a, log_pi, log_mu = _inputs(6)
+    temperature = pl.LagrangeCoefficient(threshold=0.1, init_alpha=2.0, adjustment_speed=10.0)
+    loss_fn = pl.vmpo(0.1, temperature)
+    with tf.GradientTape(persistent=True) as tape:
+        loss, metrics = loss_fn(a, log_pi, log_mu)
+    grad = tape.gradient(loss, log_pi).numpy()
+    flat = a.ravel()
+    top = a >= np.sort(flat)[::-1][flat.size // 2 - 1]
+    assert top.sum() == flat.size // 2
+    eta = 2.0
+    weights = np.where(top, np.exp(a / eta), 0.0)
+    weights /= weights.sum()  # a softmax over the top half only
+    np.testing.assert_allclose(grad, -weights / a.size, rtol=1e-4, atol=1e-8)
+    kl = np.log(np.mean(np.exp(a[top] / eta)))
+    np.testing.assert_allclose(float(metrics["policy/transformation_kl"]), kl, rtol=1e-5)
+    # d loss / d param = d alpha / d param * (threshold - kl), alpha = exp(10 param).
+    np.testing.assert_allclose(float(tape.gradient(loss, temperature.param)), 10 * eta * (0.1 - kl), rtol=1e-4)
+
+
+def test_lagrange_coefficient_enforces_its_inequality():
+    """Minimise (x - 5)^2 subject to x <= 2. Gradient descent on x and ascent on alpha circle the solution (x = 2,
+    alpha = 6) rather than settle on it, so the check is on x's average over time, far below the unconstrained 5.
+    (The original's docstring example, -x^2, has no minimum on x <= 2: x runs off to minus infinity.)"""
+    multiplier = pl.LagrangeCoefficient(threshold=2.0)
+    x = tf.Variable(1.23)
+    optimizer = keras.optimizers.Adam(0.01)
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            loss = tf.square(x - 5.0) + multiplier.scale_loss(x) + multiplier.adjustment_loss(x)
+        variables = [x, multiplier.param]
+        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+        return x.read_value()
+
+    trajectory = np.array([float(step()) for _ in range(6000)])[2000:]
+    assert abs(trajectory.mean() - 2.0) < 0.35, trajectory.mean()
+    assert trajectory.max() < 3.5
+    fixed = pl.FixedCoefficient(0.5)
+    assert float(fixed()) == 0.5 and float(fixed.adjustment_loss(3.0)) == 0.0
+
+
+def test_lagrange_coefficient_stays_in_its_range():
+    multiplier = pl.LagrangeCoefficient(threshold=0.0, alpha_range=(0.1, 10.0))
+    multiplier.param.assign(100.0)
+    multiplier.param.assign(multiplier.param.constraint(multiplier.param))
+    np.testing.assert_allclose(float(multiplier()), 10.0, rtol=1e-5)
+    with pytest.raises(ValueError, match="alpha_range"):
+        pl.LagrangeCoefficient(threshold=0.0, init_alpha=100.0, alpha_range=(0.1, 10.0))
+    with pytest.raises(ValueError, match="transformation"):
+        pl.PolicyLoss(transformation="sigmoid")
