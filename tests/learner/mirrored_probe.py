@@ -177,9 +177,40 @@ def probe_errors() -> dict:
     return out
 
 
+def probe_normalization() -> dict:
+    """Running statistics updated by 2 replicas, each with its half of every batch, against the whole batches."""
+    from seed_rl.ops import normalization
+
+    layer = devices_lib.DeviceLayer("mirrored")
+    with layer.scope():
+        average, ema = normalization.AverageMeanStd(3), normalization.EMAMeanStd(3, beta=0.1)
+
+    def update(x):
+        average.update(x)
+        ema.update(x)
+
+    step = tf.function(lambda x: layer.run(update, (x,)))
+    rng = np.random.default_rng(3)
+    batches = [(rng.normal(size=(4, 5, 3)) * [1.0, 10.0, 0.1] + [0.0, 5.0, -3.0]).astype(np.float32)
+               for _ in range(4)]
+    m1, m2 = np.zeros(3), np.ones(3)
+    for b in batches:
+        step(layer.split(b))
+        m1 += 0.1 * (b.reshape(-1, 3).mean(0) - m1)
+        m2 += 0.1 * ((b.reshape(-1, 3).astype(np.float64) ** 2).mean(0) - m2)
+    seen = np.concatenate([b.reshape(-1, 3) for b in batches]).astype(np.float64)
+    mean, std = average.mean_std()
+    ema_mean, _ = ema.mean_std()
+    return {"average_mean_diff": _max_diff([mean.numpy()], [seen.mean(0)]),
+            "average_std_diff": _max_diff([std.numpy()], [seen.std(0)]),
+            "ema_mean_diff": _max_diff([ema_mean.numpy()], [m1]),
+            "copies_equal": _replica_copies_equal([average.mean, average.summed_variance, ema.first_moment])}
+
+
 def main(path: str) -> None:
     report = {f"{name}-{kind}": probe_case(name, kind) for name, kind in CASES}
     report["errors"] = probe_errors()
+    report["normalization"] = probe_normalization()
     with open(path, "w") as f:
         json.dump(report, f, indent=1)
 

@@ -93,6 +93,12 @@ def test_errors_on_two_devices_name_the_flag(probe):
     assert "--virtual_cpu_devices=3: TensorFlow has already started" in e["virtual_cpus"]
 
 
+def test_running_statistics_of_two_replicas_are_the_whole_batchs(probe):
+    r = probe["normalization"]
+    assert r["average_mean_diff"] < 1e-4 and r["average_std_diff"] < 1e-4 and r["ema_mean_diff"] < 1e-4, r
+    assert r["copies_equal"]
+
+
 # -- in this process (one CPU device) ------------------------------------------------------------------------------
 def test_unknown_strategy_and_precision_are_refused():
     with pytest.raises(ValueError, match="strategy must be one of auto, mirrored, tpu, got 'horovod'"):
