@@ -15,8 +15,8 @@ from typing import Any, Dict, Optional, Tuple
 
 import tensorflow as tf
 
-__all__ = ["AdvantagePreprocessor", "FixedCoefficient", "LagrangeCoefficient", "PolicyLoss", "awr", "pg", "ppo",
-           "vmpo", "vtrace"]
+__all__ = ["AdvantagePreprocessor", "FixedCoefficient", "KLRegularizer", "LagrangeCoefficient", "PolicyLoss", "awr",
+           "pg", "ppo", "value_loss", "vmpo", "vtrace"]
 
 
 class FixedCoefficient(tf.Module):
@@ -203,3 +203,68 @@ def vmpo(e_n: float, temperature: Optional[LagrangeCoefficient] = None) -> Polic
                       preprocessor=AdvantagePreprocessor(only_top_half=True))
 
 
+
+
+def value_loss(targets: Any, predictions: Any, old_predictions: Any = None, huber_delta: Optional[float] = None,
+               clip_eps: Optional[float] = None) -> tf.Tensor:
+    """The value loss, a mean over the steps: squared error ``(target - v)^2`` (no 1/2, as Keras's mean squared
+    error, which the original used), or the Huber loss with ``huber_delta``. With ``clip_eps`` (PPO-style value
+    clipping, needs ``old_predictions``, the values at acting time): the larger of the loss of ``v`` and of ``v``
+    clipped to ``old +- clip_eps``."""
+    targets = tf.stop_gradient(tf.convert_to_tensor(targets, tf.float32))
+    predictions = tf.convert_to_tensor(predictions, tf.float32)
+
+    def per_step(v):
+        error = targets - v
+        if huber_delta is None:
+            return tf.square(error)
+        absolute = tf.abs(error)
+        quadratic = tf.minimum(absolute, huber_delta)
+        return 0.5 * tf.square(quadratic) + huber_delta * (absolute - quadratic)
+
+    loss = per_step(predictions)
+    if clip_eps is not None:
+        if old_predictions is None:
+            raise ValueError("value_loss: clip_eps needs old_predictions (the values at acting time)")
+        old = tf.stop_gradient(tf.convert_to_tensor(old_predictions, tf.float32))
+        loss = tf.maximum(loss, per_step(tf.clip_by_value(predictions, old - clip_eps, old + clip_eps)))
+    return tf.reduce_mean(loss)
+
+
+class KLRegularizer:
+    """The original's ``KLPolicyRegularizer``: any of ``kl_pi_mu`` (KL(pi || mu)), ``kl_mu_pi`` (KL(mu || pi)),
+    ``entropy`` (a bonus: the loss is minus the entropy) and ``kl_ref_pi`` (KL from the distribution with all-zero
+    parameters, e.g. uniform, to pi), each with a float or a coefficient object (a ``LagrangeCoefficient`` turns the
+    term into the constraint ``E[term] <= threshold``).
+
+    ``__call__(distribution, pi_params, mu_params)`` returns ``(per_step [T, B], global_loss, metrics)``: the
+    coefficient-scaled per-step terms and the coefficients' adjustment losses.
+    """
+
+    TERMS = ("kl_pi_mu", "kl_mu_pi", "entropy", "kl_ref_pi")
+
+    def __init__(self, **coefficients: Any):
+        unknown = set(coefficients) - set(self.TERMS)
+        if unknown:
+            raise ValueError(f"KLRegularizer: unknown terms {sorted(unknown)}; choose from {', '.join(self.TERMS)}")
+        self.coefficients = {name: c if hasattr(c, "adjustment_loss") else FixedCoefficient(c)
+                             for name, c in coefficients.items()}
+
+    def __call__(self, distribution: Any, pi_params: Any, mu_params: Any
+                 ) -> Tuple[tf.Tensor, tf.Tensor, Dict[str, tf.Tensor]]:
+        terms = {
+            "kl_pi_mu": lambda: distribution.kl_divergence(pi_params, mu_params),
+            "kl_mu_pi": lambda: distribution.kl_divergence(mu_params, pi_params),
+            "kl_ref_pi": lambda: distribution.kl_divergence(tf.zeros_like(pi_params), pi_params),
+            "entropy": lambda: -distribution.entropy(pi_params),
+        }
+        per_step = tf.zeros(tf.shape(pi_params)[:-1])
+        global_loss = tf.constant(0.0)
+        metrics: Dict[str, tf.Tensor] = {}
+        for name, coefficient in self.coefficients.items():
+            term = terms[name]()
+            per_step += coefficient.scale_loss(term)
+            global_loss += coefficient.adjustment_loss(term)
+            metrics[f"policy/{name}"] = tf.reduce_mean(-term if name == "entropy" else term)
+            metrics[f"policy/{name}_coefficient"] = coefficient()
+        return per_step, global_loss, metrics

@@ -126,3 +126,49 @@ def test_lagrange_coefficient_stays_in_its_range():
         pl.LagrangeCoefficient(threshold=0.0, init_alpha=100.0, alpha_range=(0.1, 10.0))
     with pytest.raises(ValueError, match="transformation"):
         pl.PolicyLoss(transformation="sigmoid")
+
+
+def test_value_loss_squared_huber_and_ppo_clipping():
+    rng = np.random.default_rng(10)
+    targets = rng.normal(size=(T, B)).astype(np.float32) * 3
+    v = rng.normal(size=(T, B)).astype(np.float32)
+    old = v + rng.normal(size=(T, B)).astype(np.float32)
+    np.testing.assert_allclose(float(pl.value_loss(targets, v)), np.mean((targets - v) ** 2), rtol=1e-5)
+    err = np.abs(targets - v)
+    huber = np.where(err <= 1.0, 0.5 * err ** 2, err - 0.5)
+    np.testing.assert_allclose(float(pl.value_loss(targets, v, huber_delta=1.0)), huber.mean(), rtol=1e-5)
+    clipped_v = np.clip(v, old - 0.2, old + 0.2)
+    expected = np.maximum((targets - v) ** 2, (targets - clipped_v) ** 2).mean()
+    np.testing.assert_allclose(float(pl.value_loss(targets, v, old, clip_eps=0.2)), expected, rtol=1e-5)
+    with pytest.raises(ValueError, match="old_predictions"):
+        pl.value_loss(targets, v, clip_eps=0.2)
+
+
+def test_kl_regularizer_terms_and_an_entropy_constraint():
+    from seed_rl.ops.distributions import Categorical
+
+    rng = np.random.default_rng(11)
+    pi = tf.constant(rng.normal(size=(T, B, 4)).astype(np.float32))
+    mu = tf.constant(rng.normal(size=(T, B, 4)).astype(np.float32))
+    dist = Categorical(4)
+    p = tf.nn.softmax(pi).numpy()
+    q = tf.nn.softmax(mu).numpy()
+    kl_pm = (p * (np.log(p) - np.log(q))).sum(-1)
+    kl_mp = (q * (np.log(q) - np.log(p))).sum(-1)
+    kl_ref = (0.25 * (np.log(0.25) - np.log(p))).sum(-1)
+    entropy = -(p * np.log(p)).sum(-1)
+    reg = pl.KLRegularizer(kl_pi_mu=0.5, kl_mu_pi=0.25, entropy=0.1, kl_ref_pi=2.0)
+    per_step, global_loss, metrics = reg(dist, pi, mu)
+    np.testing.assert_allclose(per_step.numpy(), 0.5 * kl_pm + 0.25 * kl_mp - 0.1 * entropy + 2.0 * kl_ref,
+                               rtol=1e-4, atol=1e-5)
+    assert float(global_loss) == 0.0
+    np.testing.assert_allclose(float(metrics["policy/entropy"]), entropy.mean(), rtol=1e-5)
+    # A Lagrange coefficient on -entropy with threshold -1: the entropy is below 1 here, so the adjustment
+    # loss's gradient raises the coefficient (d/d param of alpha * (threshold - E[-H]) < 0).
+    low = tf.constant(np.array([[[5.0, 0.0, 0.0, 0.0]]], np.float32))  # entropy about 0.1
+    coefficient = pl.LagrangeCoefficient(threshold=-1.0)
+    with tf.GradientTape() as tape:
+        _, global_loss, _ = pl.KLRegularizer(entropy=coefficient)(dist, low, low)
+    assert float(tape.gradient(global_loss, coefficient.param)) < 0
+    with pytest.raises(ValueError, match="unknown terms"):
+        pl.KLRegularizer(kl=1.0)
