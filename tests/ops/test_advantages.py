@@ -64,14 +64,21 @@ def _np_nstep(values, rewards, terminated, abandoned, gamma, n):
     return out
 
 
-@pytest.mark.parametrize("lam", [0.0, 0.5, 0.95, 1.0])
-def test_gae_matches_its_definition(lam):
-    values, rewards, terminated, abandoned = _batch(1)
-    targets, advantages = adv.gae(values, rewards, terminated, abandoned, GAMMA, lam)
-    expected = _np_gae(values, rewards, terminated, abandoned, GAMMA, lam)
-    np.testing.assert_allclose(advantages.numpy(), expected, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(targets.numpy(), values[:-1] + expected, rtol=1e-5, atol=1e-5)
-    assert np.all(advantages.numpy()[abandoned] == 0)
+ESTIMATORS = [("gae", lam, adv.gae, _np_gae) for lam in (0.0, 0.5, 0.95, 1.0)] + [
+    ("nstep", n, adv.nstep, _np_nstep) for n in (1, 3, 7, 20)]
+
+
+@pytest.mark.parametrize("name,param,estimator,reference", ESTIMATORS, ids=[f"{e[0]}-{e[1]}" for e in ESTIMATORS])
+def test_estimators_match_their_definitions(name, param, estimator, reference):
+    values, rewards, terminated, abandoned = _batch(1 if name == "gae" else 8)
+    targets, advantages = estimator(values, rewards, terminated, abandoned, GAMMA, param)
+    expected_targets = reference(values, rewards, terminated, abandoned, GAMMA, param)
+    if name == "gae":  # the reference gives advantages; nstep's gives returns (targets)
+        expected_targets = values[:-1] + expected_targets
+    np.testing.assert_allclose(targets.numpy(), expected_targets, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(advantages.numpy(), expected_targets - values[:-1], rtol=1e-5, atol=1e-5)
+    if name == "gae":
+        assert np.all(advantages.numpy()[abandoned] == 0)
 
 
 def test_gae_with_lambda_one_is_discounted_returns_minus_values():
@@ -115,15 +122,6 @@ def test_vtrace_clips_importance_weights_and_stops_gradients():
         targets, advantages = adv.gae(v, rewards, terminated, abandoned, GAMMA)
         total = tf.reduce_sum(targets) + tf.reduce_sum(advantages)
     assert tape.gradient(total, v) is None
-
-
-@pytest.mark.parametrize("n", [1, 3, 7, 20])
-def test_nstep_matches_its_definition(n):
-    values, rewards, terminated, abandoned = _batch(8)
-    targets, advantages = adv.nstep(values, rewards, terminated, abandoned, GAMMA, n)
-    expected = _np_nstep(values, rewards, terminated, abandoned, GAMMA, n)
-    np.testing.assert_allclose(targets.numpy(), expected, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(advantages.numpy(), expected - values[:-1], rtol=1e-5, atol=1e-5)
 
 
 def test_nstep_limits():
