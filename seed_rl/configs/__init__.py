@@ -10,11 +10,13 @@ from typing import Callable, Dict
 
 from seed_rl.config import Config
 from seed_rl.configs.presets import (
+    atari_ppo,
     atari_r2d2,
     atari_r2d2_fast,
     atari_r2d2_gcp,
     atari_vtrace,
     atari_vtrace_fast,
+    classic_ppo,
     classic_r2d2,
     classic_vtrace,
     test_vtrace,
@@ -29,6 +31,8 @@ PRESETS: Dict[str, Callable[[], Config]] = {
     "atari_r2d2": atari_r2d2,
     "atari_r2d2_fast": atari_r2d2_fast,
     "atari_r2d2_gcp": atari_r2d2_gcp,
+    "classic_ppo": classic_ppo,
+    "atari_ppo": atari_ppo,
 }
 
 

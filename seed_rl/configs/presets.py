@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from seed_rl.agents.ppo.config import PPOConfig
 from seed_rl.agents.r2d2.config import R2D2Config
 from seed_rl.agents.vtrace.config import VTraceConfig
 from seed_rl.config import Config, EnvConfig, RunConfig
@@ -35,6 +36,37 @@ def classic_vtrace() -> Config:
             separate_value_network=True,
             optimizer="adam", learning_rate=2e-3, lr_schedule="linear", adam_epsilon=1e-7,
             entropy_cost=0.01, discounting=0.99, baseline_cost=0.5),
+    )
+
+
+def classic_ppo() -> Config:
+    """PPO on CartPole-v1. The original has no CartPole PPO; the PPO paper's and OpenAI baselines' settings (clip
+    0.2, GAE lambda 0.95, Adam 3e-4 with epsilon 1e-5, gradient norm 0.5, value cost 0.5, entropy 0.01, 4 epochs of
+    4 minibatches), with the MLP 2 x 64 and separate value torso of classic_vtrace; 32 envs x unroll 32 as in
+    classic_vtrace's actors, batch 16 unrolls (512 steps, 4 minibatches of 128)."""
+    return Config(
+        env=EnvConfig(family="classic", name="CartPole-v1", num_action_repeats=1),
+        run=RunConfig(
+            num_actors=2, env_batch_size=16, unroll_length=32, batch_size=16,
+            total_environment_frames=1_000_000, target_return=450.0, save_checkpoint_secs=120.0,
+            summary_period_secs=5.0, tf_intra_op_threads=1),
+        agent_name="ppo",
+        agent=PPOConfig(network="mlp", mlp_sizes=(64, 64), separate_value_network=True, learning_rate=3e-4,
+                        epochs=4, minibatches=4),
+    )
+
+
+def atari_ppo() -> Config:
+    """PPO on Atari with the PPO paper's Atari settings (3 epochs, clip 0.1, lr 2.5e-4 decayed linearly, entropy
+    0.01, value cost 1 -> 0.5 here as OpenAI baselines, rewards clipped to [-1, 1]) and the IMPALA shallow torso
+    (feed-forward); unroll 128 as the paper, batch 32 unrolls in 4 minibatches. Not measured on Atari yet."""
+    return Config(
+        env=_atari_env("Pong"),
+        run=RunConfig(num_actors=4, env_batch_size=8, unroll_length=128, batch_size=32,
+                      total_environment_frames=200_000_000, save_checkpoint_secs=600.0),
+        agent_name="ppo",
+        agent=PPOConfig(network="impala_shallow", lstm_size=0, epsilon=0.1, learning_rate=2.5e-4,
+                        lr_schedule="linear", epochs=3, minibatches=4, max_abs_reward=1.0),
     )
 
 

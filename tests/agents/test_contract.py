@@ -239,8 +239,9 @@ def test_one_training_step_changes_the_weights(case):
     optimizer = agent.make_optimizer(100)
     trainer = Trainer(agent, optimizer, tf.Variable(0, dtype=tf.int64))
     before = [v.numpy().copy() for v in agent.trainable_variables]
-    unroll = _random_unroll(agent, case[1], np.random.default_rng(4), batch_major=True)
-    weights = np.ones([B], np.float32) if isinstance(agent.feed, ReplayFeed) else None
+    rows = B * agent.schedule.minibatches  # the schedule's minibatches split the batch's sequences
+    unroll = _random_unroll(agent, case[1], np.random.default_rng(4), batch_major=True, batch=rows)
+    weights = np.ones([rows], np.float32) if isinstance(agent.feed, ReplayFeed) else None
     result = trainer.step(unroll, weights)
     assert all(np.isfinite(float(v)) for v in result.metrics.values())
     assert (result.priorities is not None) == isinstance(agent.feed, ReplayFeed)
