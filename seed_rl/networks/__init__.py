@@ -1,7 +1,7 @@
 """Keras 3 networks of the paper: the IMPALA deep ResNet torso, MLP torsos, and the actor-critic core with a
 done-resetting LSTM. Networks return raw outputs (logits, values); agents sample and compute losses."""
 
-from seed_rl.networks.actor_critic import ActorCriticNetwork, ActorCriticOutput
+from seed_rl.networks.actor_critic import ActorCriticNetwork, ActorCriticOutput, build_actor_critic
 from seed_rl.networks.dueling import DQNOutput, DuelingLSTMDQNNet
 from seed_rl.networks.init import orthogonal_init
 from seed_rl.networks.recurrent import ResettingLSTM
@@ -19,6 +19,7 @@ def checkpoint_variables(model) -> list:
 
 
 __all__ = [
+    "build_actor_critic",
     "checkpoint_variables",
     "ActorCriticNetwork",
     "ActorCriticOutput",

@@ -13,6 +13,7 @@ import keras
 import tensorflow as tf
 
 from seed_rl.networks.recurrent import ResettingLSTM
+from seed_rl.networks.torsos import ImpalaDeepTorso, ImpalaShallowTorso, MLPTorso
 from seed_rl.types import EnvOutput
 
 
@@ -90,3 +91,24 @@ class ActorCriticNetwork(keras.Model):
     def _encode(torso, flat_obs, t_b):
         features = tf.cast(torso(flat_obs), tf.float32)
         return tf.reshape(features, tf.concat([t_b, [features.shape[-1]]], 0))
+
+
+def build_actor_critic(network: str, num_actions: int, policy_size: int | None = None, mlp_sizes=(64, 64),
+                       separate_value_network: bool = False, lstm_size: int = 0,
+                       use_reward_and_action: bool = False) -> ActorCriticNetwork:
+    """The actor-critic network the actor-critic agents' configs name: ``network`` is ``impala_deep``,
+    ``impala_shallow`` (image observations) or ``mlp`` (vector observations, with an own value torso when
+    ``separate_value_network``)."""
+    value_torso = None
+    if network == "impala_deep":
+        torso: keras.layers.Layer = ImpalaDeepTorso()
+    elif network == "impala_shallow":
+        torso = ImpalaShallowTorso()
+    elif network == "mlp":
+        torso = MLPTorso(mlp_sizes)
+        if separate_value_network:
+            value_torso = MLPTorso(mlp_sizes)
+    else:
+        raise ValueError(f"network must be impala_deep, impala_shallow or mlp, got {network!r}")
+    return ActorCriticNetwork(torso, num_actions=num_actions, policy_size=policy_size, lstm_size=lstm_size,
+                              use_reward_and_action=use_reward_and_action, value_torso=value_torso)

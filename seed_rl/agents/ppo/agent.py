@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from seed_rl.agents.ppo.config import PPOConfig
 from seed_rl.agents.ppo.loss import compute_loss
-from seed_rl.networks import ActorCriticNetwork, ImpalaDeepTorso, ImpalaShallowTorso, MLPTorso, checkpoint_variables
+from seed_rl.networks import build_actor_critic, checkpoint_variables
 from seed_rl.ops.distributions import Categorical
 from seed_rl.ops.specs import zeros_env_output
 from seed_rl.types import Agent, ArraySpec, EnvOutput, LossResult, ObservationSpec, QueueFeed, UpdateSchedule
@@ -25,21 +25,6 @@ class AgentOutput(NamedTuple):
     """float32 [B, A]: the behaviour policy's logits."""
     baseline: Any
     """float32 [B]: V(o_t) at acting time (PPO-style value clipping is around it)."""
-
-
-def build_network(config: PPOConfig, observation_spec: ObservationSpec, num_actions: int) -> ActorCriticNetwork:
-    del observation_spec  # the torso adapts to the observation's shape
-    value_torso = None
-    if config.network == "impala_deep":
-        torso = ImpalaDeepTorso()
-    elif config.network == "impala_shallow":
-        torso = ImpalaShallowTorso()
-    else:
-        torso = MLPTorso(config.mlp_sizes)
-        if config.separate_value_network and not config.lstm_size:
-            value_torso = MLPTorso(config.mlp_sizes)
-    return ActorCriticNetwork(torso, num_actions=num_actions, lstm_size=config.lstm_size,
-                              use_reward_and_action=config.use_reward_and_action, value_torso=value_torso)
 
 
 class PPOAgent:
@@ -59,7 +44,9 @@ class PPOAgent:
         self.observation_spec = observation_spec
         self.action_spec = action_spec
         self.distribution = Categorical(action_spec.num_values)
-        self.network = build_network(config, observation_spec, action_spec.num_values)
+        self.network = build_actor_critic(config.network, action_spec.num_values, None, config.mlp_sizes,
+                                          config.separate_value_network and not config.lstm_size, config.lstm_size,
+                                          config.use_reward_and_action)
         self.schedule = UpdateSchedule(epochs=config.epochs, minibatches=config.minibatches)
         self.act(tf.zeros([1], tf.int32), zeros_env_output(observation_spec, 1), self.initial_state(1))
 

@@ -11,14 +11,7 @@ import tensorflow as tf
 
 from seed_rl.agents.vtrace.config import VTraceConfig
 from seed_rl.agents.vtrace.loss import compute_loss
-from seed_rl.networks import (
-    ActorCriticNetwork,
-    ImpalaDeepTorso,
-    ImpalaShallowTorso,
-    MLPTorso,
-    checkpoint_variables,
-    orthogonal_init,
-)
+from seed_rl.networks import ActorCriticNetwork, build_actor_critic, checkpoint_variables, orthogonal_init
 from seed_rl.ops.distributions import Categorical, get_distribution
 from seed_rl.ops.specs import zeros_env_output
 from seed_rl.types import Agent, ArraySpec, EnvOutput, LossResult, ObservationSpec, QueueFeed, UpdateSchedule
@@ -49,18 +42,9 @@ class EntropyCost(tf.Module):
 
 def build_network(config: VTraceConfig, observation_spec: ObservationSpec, action_spec: ArraySpec,
                   policy_size: int) -> ActorCriticNetwork:
-    value_torso = None
-    if config.network == "impala_deep":
-        torso = ImpalaDeepTorso()
-    elif config.network == "impala_shallow":
-        torso = ImpalaShallowTorso()
-    else:
-        torso = MLPTorso(config.mlp_sizes)
-        if config.separate_value_network:
-            value_torso = MLPTorso(config.mlp_sizes)
-    return ActorCriticNetwork(torso, num_actions=max(action_spec.num_values, 1), policy_size=policy_size,
-                              lstm_size=config.lstm_size, use_reward_and_action=config.use_reward_and_action,
-                              value_torso=value_torso)
+    del observation_spec  # the torso adapts to the observation's shape
+    return build_actor_critic(config.network, max(action_spec.num_values, 1), policy_size, config.mlp_sizes,
+                              config.separate_value_network, config.lstm_size, config.use_reward_and_action)
 
 
 class VTraceAgent:
