@@ -135,9 +135,10 @@ def probe_case(name: str, kind: str) -> dict:
             _max_diff(_values(single_opt.variables), _values(back_opt.variables)))
         out["single_to_mirrored_copies_equal"] = _replica_copies_equal(back.trainable_variables)
 
-    # XLA compiles the loss and gradients: the same update within float tolerance.
-    _, jitted, _, _, _ = _train(name, kind, "auto", jit=True)
-    out["jit_diff"] = _max_diff(_values(single.trainable_variables), _values(jitted.trainable_variables))
+    # XLA compiles the loss and gradients: the same update within float tolerance (V-trace only: CI's time).
+    if name == "vtrace":
+        _, jitted, _, _, _ = _train(name, kind, "auto", jit=True)
+        out["jit_diff"] = _max_diff(_values(single.trainable_variables), _values(jitted.trainable_variables))
 
     # Inference: its tables and ops on the second device (the weights read from the first copy), and with XLA on
     # the first device.
