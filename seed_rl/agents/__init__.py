@@ -38,6 +38,7 @@ def register_agent(name: str, config_path: str, agent_path: str) -> None:
 register_agent("vtrace", "seed_rl.agents.vtrace.config:VTraceConfig", "seed_rl.agents.vtrace.agent:VTraceAgent")
 register_agent("r2d2", "seed_rl.agents.r2d2.config:R2D2Config", "seed_rl.agents.r2d2.agent:R2D2Agent")
 register_agent("ppo", "seed_rl.agents.ppo.config:PPOConfig", "seed_rl.agents.ppo.agent:PPOAgent")
+register_agent("sac", "seed_rl.agents.sac.config:SACConfig", "seed_rl.agents.sac.agent:SACAgent")
 
 AGENT_NAMES = tuple(_REGISTRY)
 """The agents this package ships (``agent_names()`` also lists agents registered later)."""

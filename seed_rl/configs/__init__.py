@@ -18,7 +18,9 @@ from seed_rl.configs.presets import (
     atari_vtrace_fast,
     classic_ppo,
     classic_r2d2,
+    classic_sac,
     classic_vtrace,
+    mujoco_sac,
     test_vtrace,
 )
 
@@ -33,6 +35,8 @@ PRESETS: Dict[str, Callable[[], Config]] = {
     "atari_r2d2_gcp": atari_r2d2_gcp,
     "classic_ppo": classic_ppo,
     "atari_ppo": atari_ppo,
+    "classic_sac": classic_sac,
+    "mujoco_sac": mujoco_sac,
 }
 
 

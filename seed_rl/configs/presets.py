@@ -9,6 +9,7 @@ import dataclasses
 
 from seed_rl.agents.ppo.config import PPOConfig
 from seed_rl.agents.r2d2.config import R2D2Config
+from seed_rl.agents.sac.config import SACConfig
 from seed_rl.agents.vtrace.config import VTraceConfig
 from seed_rl.config import Config, EnvConfig, RunConfig
 from seed_rl.envs.atari import AtariOptions
@@ -210,4 +211,37 @@ def classic_r2d2() -> Config:
                          n_steps=3, discounting=0.99, replay_buffer_size=2000, replay_buffer_min_size=100,
                          replay_ratio=8.0, learning_rate=1e-3, adam_epsilon=1e-3, clip_norm=40.0,
                          update_target_every_n_step=50, eval_epsilon=1e-3),
+    )
+
+
+def classic_sac() -> Config:
+    """SAC on Pendulum-v1 (actions rescaled to [-1, 1]). The original has no Pendulum preset; the settings are the
+    SAC paper's (Adam, twin critics, target entropy -dim(A), alpha learned from 1.0 as Stable-Baselines3's
+    ``ent_coef="auto"``, Polyak 0.995 = tau 0.005, i.e. ``polyak=0.995`` every update) with RL Baselines3 Zoo's
+    Pendulum learning rate 1e-3 and hidden layers of 64 (the task is small; the original's 256 cost four times as
+    much per update on a CPU). About one update per env step, as SAC's own setting: batch 128 unrolls of one
+    step, replay ratio 128 (one unroll inserted per update); 2 actors x 4 envs; training starts after 1,000."""
+    return Config(
+        env=EnvConfig(family="classic", name="Pendulum-v1", num_action_repeats=1),
+        run=RunConfig(
+            num_actors=2, env_batch_size=4, unroll_length=1, batch_size=128,
+            total_environment_frames=200_000, target_return=-300.0, save_checkpoint_secs=120.0,
+            summary_period_secs=5.0, tf_intra_op_threads=1),
+        agent_name="sac",
+        agent=SACConfig(mlp_sizes=(64, 64), learning_rate=1e-3, entropy_cost=1.0, target_entropy=-1.0,
+                        polyak=0.995, replay_buffer_size=100_000, replay_buffer_min_size=1000, replay_ratio=128.0),
+    )
+
+
+def mujoco_sac() -> Config:
+    """SAC on MuJoCo (HalfCheetah-v5) with the original's learner flags and main file: batch 256 unrolls of one
+    step, uniform replay of 1M unrolls replayed 4 times each, Polyak 0.9 every update, discount 0.99, entropy
+    cost 0.01 (fixed: no target entropy), V bootstrap, Adam 3e-4, twin critics, MLPs 2 x 256 (relu). Actors: 4 x 8
+    envs (the original's main file sets none; its SAC has no gcp script)."""
+    return Config(
+        env=EnvConfig(family="mujoco", name="HalfCheetah-v5", num_action_repeats=1),
+        run=RunConfig(num_actors=4, env_batch_size=8, unroll_length=1, batch_size=256,
+                      total_environment_frames=1_000_000_000, save_checkpoint_secs=1800.0),
+        agent_name="sac",
+        agent=SACConfig(),
     )

@@ -6,6 +6,7 @@ family's options dataclass and calls the family's factory. The families register
 
 * ``classic``: any gymnasium id, or ``module:EnvId`` (`seed_rl.envs.classic`), e.g. CartPole-v1.
 * ``atari``: ALE games preprocessed as in SEED RL (`seed_rl.envs.atari`); needs ale-py and opencv.
+* ``mujoco``: gymnasium's MuJoCo v5 tasks as the original prepares them (`seed_rl.envs.mujoco`); needs mujoco.
 * ``test``: deterministic fakes for tests (`seed_rl.envs.testing`).
 
 A new family is a module that defines its `EnvFamily`, plus one ``register_family`` line below.
@@ -22,7 +23,7 @@ from __future__ import annotations
 import gymnasium
 
 from seed_rl.config import EnvConfig
-from seed_rl.envs import atari, classic, testing
+from seed_rl.envs import atari, classic, mujoco, testing
 from seed_rl.envs.atari import ATARI_57, AtariOptions
 from seed_rl.envs.classic import SeedOnFirstReset
 from seed_rl.envs.registry import (
@@ -55,6 +56,7 @@ __all__ = [
 
 register_family(classic.FAMILY)
 register_family(atari.FAMILY)
+register_family(mujoco.FAMILY)
 register_family(testing.FAMILY)
 
 

@@ -13,6 +13,9 @@ The generic wrappers are shared by every family:
 * `ActionRepeat` repeats an action ``k`` times and sums the rewards (the ``num_action_repeats`` of non-Atari
   families; Atari does its frame skip in `seed_rl.envs.atari.AtariPreprocessing`).
 * `SeedOnFirstReset` stores the env's seed so that the first ``reset()`` without a seed uses it.
+* `UnitBoxActions` rescales a bounded float Box action space to float32 [-1, 1] in every dimension (gymnasium's
+  ``RescaleAction``; the original's ``UniformBoundActionSpaceWrapper``): the classic and mujoco families apply
+  it, so that Pendulum-v1's [-2, 2] torque is the [-1, 1] action the continuous policies produce.
 
 Time limits registered with the gymnasium id (CartPole-v1: 500 steps) stay gymnasium's ``TimeLimit``, so they are
 reported as ``truncated`` (sent as ``abandoned``), never as ``terminated``.
@@ -38,6 +41,7 @@ __all__ = [
     "ActionRepeat",
     "CastObservation",
     "SeedOnFirstReset",
+    "UnitBoxActions",
     "create_classic_environment",
 ]
 
@@ -64,13 +68,12 @@ def create_classic_environment(name: str, num_action_repeats: int = 1) -> gymnas
         registers = f" (did importing {module!r} register it?)" if module else ""
         raise ValueError(
             f"unknown gymnasium id {name!r} for env family 'classic' ({e}){hint}{registers}. Any id in "
-            "gymnasium.registry with a discrete action space works (e.g. CartPole-v1, Acrobot-v1, MountainCar-v0; "
-            "continuous actions come with the SAC and on-policy agents), and so does module:EnvId for an id that "
-            "importing module registers."
+            "gymnasium.registry works (e.g. CartPole-v1, Acrobot-v1, Pendulum-v1), and so does module:EnvId for an "
+            "id that importing module registers."
         ) from e
     if num_action_repeats > 1:
         env = ActionRepeat(env, num_action_repeats)
-    return CastObservation(env)
+    return CastObservation(UnitBoxActions(env))
 
 
 def _import_registering_module(name: str) -> tuple[str | None, str]:
@@ -154,6 +157,36 @@ def _dtypes_of(space: spaces.Space) -> Any:
         f"unsupported observation space {type(space).__name__} ({space}); supported: Box, Discrete, "
         "MultiDiscrete, MultiBinary and a flat Dict of these"
     )
+
+
+class UnitBoxActions(gymnasium.ActionWrapper):
+    """Takes float32 actions in [-1, 1] and maps them affinely onto the env's bounded float Box action space.
+
+    Envs whose action space is not a float Box, or is one already bounded to [-1, 1], are passed through (a
+    float32 [-1, 1] space is set either way, so the spec the learner sees is exactly that). A float Box with an
+    infinite bound cannot be rescaled: the env keeps its own space, and the continuous agents refuse it with a
+    message that says so. Actions outside [-1, 1] never reach this wrapper: the learner refuses to send actions
+    outside the action spec (``seed_rl.learner.inference.ActionCheck``).
+    """
+
+    def __init__(self, env: gymnasium.Env):
+        super().__init__(env)
+        space = env.action_space
+        self._inner: gymnasium.Env | None = None
+        if (isinstance(space, spaces.Box) and np.issubdtype(space.dtype, np.floating)
+                and np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))):
+            if not (np.all(space.low == -1.0) and np.all(space.high == 1.0)):
+                self._inner = gymnasium.wrappers.RescaleAction(env, -1.0, 1.0)
+            self.action_space = spaces.Box(np.full(space.shape, -1.0, np.float32), np.full(space.shape, 1.0, np.float32),
+                                           dtype=np.float32)
+
+    def action(self, action):
+        if self._inner is not None:
+            return self._inner.action(np.asarray(action, np.float32))
+        return action
+
+    def step(self, action):
+        return self.env.step(self.action(action))
 
 
 class ActionRepeat(gymnasium.Wrapper):

@@ -43,7 +43,7 @@ EnvFactory = Callable[[EnvConfig, int], gymnasium.Env]
 RawRewardRule = Callable[[SupportsFloat, Mapping[str, Any]], float]
 """``(reward, step info) -> raw reward``: the reward an episode's statistics add up (``episode/raw_return``)."""
 
-LATER_FAMILIES: tuple[str, ...] = ("football", "dmlab", "mujoco")
+LATER_FAMILIES: tuple[str, ...] = ("football", "dmlab")
 """Families of the original SEED RL that come in later issues."""
 
 _PRE_OPTIONS_FIELDS: tuple[str, ...] = ("max_random_noops", "sticky_actions", "max_episode_frames")

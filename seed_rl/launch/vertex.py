@@ -119,7 +119,7 @@ PRESETS: dict[tuple[str, str], VertexPreset] = {
         origin="gcp/train_dmlab_rooms_watermaze.sh"),
     ("mujoco", "ppo"): VertexPreset(
         "mujoco", "ppo", "mujoco_ppo", workers=32, actors_per_worker=20,
-        learner=_STANDARD_P100, worker=_STANDARD, flags=("--env_name=HalfCheetah-v4",),
+        learner=_STANDARD_P100, worker=_STANDARD, flags=("--env_name=HalfCheetah-v5",),
         origin="gcp/train_mujoco.sh"),
 }
 

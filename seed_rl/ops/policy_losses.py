@@ -13,10 +13,27 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, Optional, Tuple
 
+import numpy as np
 import tensorflow as tf
 
-__all__ = ["AdvantagePreprocessor", "FixedCoefficient", "KLRegularizer", "LagrangeCoefficient", "PolicyLoss", "awr",
+__all__ = ["AdvantagePreprocessor", "EntropyCost", "FixedCoefficient", "KLRegularizer", "LagrangeCoefficient", "PolicyLoss", "awr",
            "pg", "ppo", "value_loss", "vmpo", "vtrace"]
+
+
+class EntropyCost(tf.Module):
+    """The original's trainable entropy coefficient of V-trace and SAC: ``cost = exp(k p)``, ``p0 = log(cost0) / k``,
+    ``|p| <= 20 / k`` (``k`` = ``entropy_cost_adjustment_speed``). It only moves when the agent adds the
+    Lagrange-style adjustment loss ``cost * sg(mean entropy - target entropy)`` (a ``target_entropy`` is set)."""
+
+    def __init__(self, initial_cost: float, adjustment_speed: float):
+        super().__init__(name="entropy_cost")
+        self.k = float(adjustment_speed)
+        p0 = np.log(initial_cost) / self.k if initial_cost > 0 else -20.0 / self.k
+        self.param = tf.Variable(p0, dtype=tf.float32, trainable=True, name="entropy_cost_param")
+
+    def __call__(self) -> tf.Tensor:
+        limit = 20.0 / self.k
+        return tf.exp(self.k * tf.clip_by_value(self.param, -limit, limit))
 
 
 class FixedCoefficient(tf.Module):

@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from seed_rl.agents.vtrace.config import VTraceConfig
 from seed_rl.agents.vtrace.loss import compute_loss
 from seed_rl.networks import ActorCriticNetwork, build_actor_critic, checkpoint_variables, orthogonal_init
 from seed_rl.ops.distributions import Categorical, get_distribution
+from seed_rl.ops.policy_losses import EntropyCost
 from seed_rl.ops.specs import zeros_env_output
 from seed_rl.types import Agent, ArraySpec, EnvOutput, LossResult, ObservationSpec, QueueFeed, UpdateSchedule
 
@@ -24,20 +24,6 @@ class AgentOutput(NamedTuple):
     """float32 [B, A]: the behaviour policy mu's logits."""
     baseline: Any
     """float32 [B]: V(o_t) at acting time."""
-
-
-class EntropyCost(tf.Module):
-    """The original's trainable entropy coefficient: cost = exp(k * p), p0 = log(cost0) / k, |p| <= 20 / k."""
-
-    def __init__(self, initial_cost: float, adjustment_speed: float):
-        super().__init__(name="entropy_cost")
-        self.k = float(adjustment_speed)
-        p0 = np.log(initial_cost) / self.k if initial_cost > 0 else -20.0 / self.k
-        self.param = tf.Variable(p0, dtype=tf.float32, trainable=True, name="entropy_cost_param")
-
-    def __call__(self) -> tf.Tensor:
-        limit = 20.0 / self.k
-        return tf.exp(self.k * tf.clip_by_value(self.param, -limit, limit))
 
 
 def build_network(config: VTraceConfig, observation_spec: ObservationSpec, action_spec: ArraySpec,
