@@ -176,7 +176,7 @@ class UnitBoxActions(gymnasium.ActionWrapper):
         if (isinstance(space, spaces.Box) and np.issubdtype(space.dtype, np.floating)
                 and np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))):
             if not (np.all(space.low == -1.0) and np.all(space.high == 1.0)):
-                self._inner = gymnasium.wrappers.RescaleAction(env, -1.0, 1.0)
+                self._inner = gymnasium.wrappers.RescaleAction(env, np.float32(-1.0), np.float32(1.0))
             self.action_space = spaces.Box(np.full(space.shape, -1.0, np.float32), np.full(space.shape, 1.0, np.float32),
                                            dtype=np.float32)
 

@@ -61,6 +61,7 @@ class SACAgent:
     def _build_network(self) -> SACNetwork:
         c = self.config
         action_size = int(self.action_spec.shape[0])
+        assert isinstance(self.observation_spec, ArraySpec)  # _check_specs
         return SACNetwork(int(self.observation_spec.shape[0]), action_size, self.distribution.param_size(),
                           num_critics=c.num_critics, mlp_sizes=c.mlp_sizes, activation=c.activation)
 
