@@ -37,7 +37,11 @@ def register_agent(name: str, config_path: str, agent_path: str) -> None:
 
 register_agent("vtrace", "seed_rl.agents.vtrace.config:VTraceConfig", "seed_rl.agents.vtrace.agent:VTraceAgent")
 register_agent("r2d2", "seed_rl.agents.r2d2.config:R2D2Config", "seed_rl.agents.r2d2.agent:R2D2Agent")
-register_agent("ppo", "seed_rl.agents.ppo.config:PPOConfig", "seed_rl.agents.ppo.agent:PPOAgent")
+# The on-policy family's named agents: one agent class, a config each (their defaults differ).
+_ON_POLICY = "seed_rl.agents.policy_gradient"
+register_agent("ppo", f"{_ON_POLICY}.config:PPOConfig", f"{_ON_POLICY}.agent:OnPolicyAgent")
+register_agent("awr", f"{_ON_POLICY}.config:AWRConfig", f"{_ON_POLICY}.agent:OnPolicyAgent")
+register_agent("vmpo", f"{_ON_POLICY}.config:VMPOConfig", f"{_ON_POLICY}.agent:OnPolicyAgent")
 register_agent("sac", "seed_rl.agents.sac.config:SACConfig", "seed_rl.agents.sac.agent:SACAgent")
 
 AGENT_NAMES = tuple(_REGISTRY)

@@ -16,11 +16,16 @@ from seed_rl.configs.presets import (
     atari_r2d2_gcp,
     atari_vtrace,
     atari_vtrace_fast,
+    classic_awr,
     classic_ppo,
     classic_r2d2,
     classic_sac,
+    classic_vmpo,
     classic_vtrace,
+    mujoco_awr,
+    mujoco_ppo,
     mujoco_sac,
+    mujoco_vmpo,
     test_vtrace,
 )
 
@@ -37,6 +42,11 @@ PRESETS: Dict[str, Callable[[], Config]] = {
     "atari_ppo": atari_ppo,
     "classic_sac": classic_sac,
     "mujoco_sac": mujoco_sac,
+    "mujoco_ppo": mujoco_ppo,
+    "mujoco_awr": mujoco_awr,
+    "mujoco_vmpo": mujoco_vmpo,
+    "classic_awr": classic_awr,
+    "classic_vmpo": classic_vmpo,
 }
 
 

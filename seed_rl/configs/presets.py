@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from seed_rl.agents.ppo.config import PPOConfig
+from seed_rl.agents.policy_gradient.config import AWRConfig, PPOConfig, VMPOConfig
 from seed_rl.agents.r2d2.config import R2D2Config
 from seed_rl.agents.sac.config import SACConfig
 from seed_rl.agents.vtrace.config import VTraceConfig
@@ -245,3 +245,60 @@ def mujoco_sac() -> Config:
         agent_name="sac",
         agent=SACConfig(),
     )
+
+
+def classic_awr() -> Config:
+    """AWR on CartPole-v1: classic_ppo's actors, network and batches with the family's awr policy loss (beta 1,
+    largest weight 20, the AWR paper's), one pass of 4 minibatches per batch. The original has no AWR preset."""
+    ppo = classic_ppo()
+    return dataclasses.replace(ppo, agent_name="awr", agent=AWRConfig(network="mlp", mlp_sizes=(64, 64),
+                                                                      separate_value_network=True))
+
+
+def classic_vmpo() -> Config:
+    """V-MPO on CartPole-v1: classic_ppo's actors, network and batches with the family's vmpo policy loss
+    (epsilon_eta 0.01, epsilon_alpha 0.005, the V-MPO paper's discrete settings), one pass of 4 minibatches per
+    batch, no entropy bonus. The original has no V-MPO preset."""
+    ppo = classic_ppo()
+    return dataclasses.replace(ppo, agent_name="vmpo", agent=VMPOConfig(network="mlp", mlp_sizes=(64, 64),
+                                                                        separate_value_network=True))
+
+
+def _mujoco_on_policy(agent_name: str, config_class) -> Config:
+    # mujoco/local_baseline_HalfCheetah-v2.sh and mujoco/gin/ppo.gin of the original.
+    return Config(
+        env=EnvConfig(family="mujoco", name="HalfCheetah-v5", num_action_repeats=1),
+        # 8 actors x 32 envs, inference batch 256, unroll 16; a step of 2048 transitions (128 unrolls) in
+        # minibatches of 64 transitions (4 unrolls: 32 minibatches), 10 epochs, 2M frames.
+        run=RunConfig(num_actors=8, env_batch_size=32, inference_batch_size=256, unroll_length=16,
+                      batch_size=128, total_environment_frames=2_000_000, save_checkpoint_secs=600.0),
+        agent_name=agent_name,
+        agent=config_class(
+            network="control_mlp", mlp_sizes=(64, 64), activation="tanh", std_independent_of_input=True,
+            normalize_observations=True, observation_clipping=10.0, reward_normalizer="popart",
+            entropy_cost=0.0, discounting=0.99, lambda_=0.95, epochs=10, minibatches=32,
+            learning_rate=3e-4, lr_schedule="linear", clip_norm=0.5, std_fn="safe_exp", min_std=1e-3,
+            std_for_zero_param=1.0, continuous_distribution="tanh", baseline_cost=1.0),
+    )
+
+
+def mujoco_ppo() -> Config:
+    """PPO on MuJoCo (HalfCheetah-v5) as the original's mujoco/local_baseline_HalfCheetah-v2.sh with
+    mujoco/gin/ppo.gin: clip 0.2, GAE 0.95, discount 0.99, PopArt (AverageMeanStd, no compensation), no entropy
+    bonus, policy and value MLPs 2 x 64 tanh with orthogonal init and a state-independent std (safe_exp, min 1e-3),
+    observation normalisation clipped at 10, Adam 3e-4 decayed linearly to 0, clip norm 0.5, value cost 1 (the
+    original's default), 10 epochs of 32 minibatches over 2048 transitions. Its batch mode ``split`` shuffles
+    single transitions; here minibatches are of 4 unrolls of 16 (docs/deviations.md)."""
+    return _mujoco_on_policy("ppo", PPOConfig)
+
+
+def mujoco_awr() -> Config:
+    """AWR on MuJoCo: mujoco_ppo's actors, networks, normalisers and batches with the awr policy loss, 1 epoch."""
+    config = _mujoco_on_policy("awr", AWRConfig)
+    return dataclasses.replace(config, agent=dataclasses.replace(config.agent, policy_loss="awr", epochs=1))
+
+
+def mujoco_vmpo() -> Config:
+    """V-MPO on MuJoCo: mujoco_ppo's actors, networks, normalisers and batches with the vmpo policy loss, 1 epoch."""
+    config = _mujoco_on_policy("vmpo", VMPOConfig)
+    return dataclasses.replace(config, agent=dataclasses.replace(config.agent, policy_loss="vmpo", epochs=1))
