@@ -179,7 +179,10 @@ class PolicyLoss:
             log_rho = tf.minimum(log_rho, math.log(self.max_importance_weight))
         if self.use_importance_weights:
             loss *= tf.exp(log_rho)
-        loss = tf.reduce_mean(loss)
+        # Softmax weights sum to 1 over the batch: the V-MPO paper's loss is their weighted sum. The original took
+        # the mean here as for every other transformation, which divides V-MPO's policy gradient by the number of
+        # steps in the batch (docs/deviations.md).
+        loss = tf.reduce_sum(loss) if self.transformation == "softmax" else tf.reduce_mean(loss)
         metrics["policy/mean_log_rho"] = tf.reduce_mean(log_rho)
         if scaled is not None:
             # log mean over the mask of exp(A / temperature) (the V-MPO paper's eq. 4, as the original).

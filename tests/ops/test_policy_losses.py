@@ -87,7 +87,7 @@ def test_vmpo_weights_the_top_half_by_a_softmax_and_adjusts_its_temperature():
     eta = 2.0
     weights = np.where(top, np.exp(a / eta), 0.0)
     weights /= weights.sum()  # a softmax over the top half only
-    np.testing.assert_allclose(grad, -weights / a.size, rtol=1e-4, atol=1e-8)
+    np.testing.assert_allclose(grad, -weights, rtol=1e-4, atol=1e-8)  # the paper's sum, not a mean
     kl = np.log(np.mean(np.exp(a[top] / eta)))
     np.testing.assert_allclose(float(metrics["policy/transformation_kl"]), kl, rtol=1e-5)
     # d loss / d param = d alpha / d param * (threshold - kl), alpha = exp(10 param).
