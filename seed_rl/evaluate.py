@@ -146,7 +146,8 @@ def evaluate(logdir: str, num_episodes: int = 10, greedy: bool = False, env_id: 
     returns: List[float] = []
     try:
         state = agent.initial_state(1)
-        prev_action = tf.zeros([1], tf.int32)
+        action_spec = agent.agent_output_spec(1).action
+        prev_action = tf.zeros(action_spec.shape, action_spec.dtype)
         obs, _ = env.reset()
         reward, done, total, steps = 0.0, False, 0.0, 0
         while len(returns) < num_episodes:
@@ -156,7 +157,10 @@ def evaluate(logdir: str, num_episodes: int = 10, greedy: bool = False, env_id: 
                 abandoned=tf.constant([False]), episode_step=tf.constant([steps], tf.int32))
             action, state = step(prev_action, env_output, state)
             prev_action = action
-            obs, step_reward, terminated, truncated, _ = env.step(int(action.numpy()[0]))
+            value = action.numpy()[0]
+            # A discrete action is a Python int (what Discrete spaces take); others stay arrays (Box, MultiDiscrete).
+            env_action = int(value) if value.ndim == 0 and np.issubdtype(value.dtype, np.integer) else value
+            obs, step_reward, terminated, truncated, _ = env.step(env_action)
             reward = float(step_reward)
             total += reward
             steps += 1

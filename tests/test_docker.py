@@ -56,13 +56,18 @@ def _pins() -> dict[str, str]:
     return pins
 
 
+IMAGE_EXTRAS = ("atari", "mujoco")
+"""The extras the images carry: the Atari actor image steps Atari, classic and MuJoCo envs."""
+
+
 def _pyproject() -> tuple[list[Requirement], list[Requirement]]:
     if tomllib is None:
         pytest.skip("needs Python 3.11's tomllib")
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())
     core = [Requirement(r) for r in data["project"]["dependencies"]]
-    atari = [Requirement(r) for r in data["project"]["optional-dependencies"]["atari"]]
-    return core, atari
+    extras = data["project"]["optional-dependencies"]
+    images = [Requirement(r) for name in IMAGE_EXTRAS for r in extras[name]]
+    return core, images
 
 
 def test_there_are_a_learner_and_an_atari_actor_image():

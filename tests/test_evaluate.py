@@ -58,7 +58,11 @@ def test_eval_restores_the_checkpoint_and_plays_greedily(agent_name, tmp_path):
         mp.setattr(agent_cls, "greedy_action", counting)
         greedy = evaluate(logdir, num_episodes=2, greedy=True)
         assert calls  # --greedy acts through the protocol's greedy action (traced into the compiled step)
-        assert len(greedy) == 2 and all(r >= 1 for r in greedy)  # CartPole: at least one step per episode
+        assert len(greedy) == 2 and all(np.isfinite(greedy))
+        if config.env.name == "CartPole-v1":
+            assert all(r >= 1 for r in greedy)  # at least one step per episode
+        else:  # Pendulum-v1 (classic_sac): 200 steps, each costing at most about 16.3
+            assert all(-16.3 * 200 <= r <= 0 for r in greedy)
         # Greedy play from the same start is deterministic: the same returns twice.
         assert evaluate(logdir, num_episodes=2, greedy=True) == greedy
         calls.clear()

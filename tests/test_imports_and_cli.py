@@ -89,7 +89,7 @@ def test_unknown_env_family_is_a_clear_error(tmp_path, family):
     assert res.returncode == 2
     later = " (not available yet; it comes in a later issue)" if family == "football" else ""
     assert res.stderr.strip() == (f"seed-rl train: unknown env family {family!r}{later}; known families: classic, "
-                                  "atari, test")
+                                  "atari, mujoco, test")
     assert not logdir.exists()
 
 

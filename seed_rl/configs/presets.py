@@ -268,9 +268,10 @@ def _mujoco_on_policy(agent_name: str, config_class) -> Config:
     # mujoco/local_baseline_HalfCheetah-v2.sh and mujoco/gin/ppo.gin of the original.
     return Config(
         env=EnvConfig(family="mujoco", name="HalfCheetah-v5", num_action_repeats=1),
-        # 8 actors x 32 envs, inference batch 256, unroll 16; a step of 2048 transitions (128 unrolls) in
+        # 8 actors x 32 envs, unroll 16 (the inference batch is the resolved default, 128: the original sent all
+        # 256 envs in one batch); a step of 2048 transitions (128 unrolls) in
         # minibatches of 64 transitions (4 unrolls: 32 minibatches), 10 epochs, 2M frames.
-        run=RunConfig(num_actors=8, env_batch_size=32, inference_batch_size=256, unroll_length=16,
+        run=RunConfig(num_actors=8, env_batch_size=32, unroll_length=16,
                       batch_size=128, total_environment_frames=2_000_000, save_checkpoint_secs=600.0),
         agent_name=agent_name,
         agent=config_class(

@@ -3,7 +3,7 @@
 A family is everything the rest of the system needs to know about a kind of environment, and nothing outside
 its own module knows more: `seed_rl.envs.create_environment` builds an env through its ``factory``, the actor
 loop reports episode statistics through its ``raw_reward`` rule, and `seed-rl train` defines one flag per field of
-its ``options`` dataclass. The built-in families (classic, atari, test) are registered by `seed_rl.envs` when it
+its ``options`` dataclass. The built-in families (classic, atari, mujoco, test) are registered by `seed_rl.envs` when it
 is imported; a new family is one module plus one ``register_family(...)`` line there.
 
 ``EnvConfig.options`` holds the family's options object. It arrives as a dict when the config came from JSON

@@ -107,8 +107,8 @@ PRESETS: dict[tuple[str, str], VertexPreset] = {
         "classic", "r2d2", "classic_r2d2", workers=2, actors_per_worker=2,
         learner=Machine("n1-standard-8"), worker=Machine("n1-standard-4"),
         flags=("--env_name=CartPole-v1",), origin="not in the original: CartPole with R2D2 (CPU learner)"),
-    # The original's other configurations, with its worker counts and machines. Their env families (and PPO) are
-    # not in seed_rl yet: building their jobs says so until they are registered.
+    # The original's other configurations, with its worker counts and machines. The Football and DMLab families
+    # are not in seed_rl yet: building their jobs says so until they are registered.
     ("football", "vtrace"): VertexPreset(
         "football", "vtrace", "football_vtrace", workers=25, actors_per_worker=8,
         learner=_STANDARD_P100, worker=_STANDARD, flags=("--game=11_vs_11_hard_stochastic",),
@@ -285,8 +285,9 @@ def check_job_spec(spec: dict[str, Any]) -> None:
         raise ValueError(f"Vertex AI refuses this job spec: {e}") from None
 
 
-ACTOR_IMAGES = {"atari": "seed-rl-actor-atari", "classic": "seed-rl-actor-atari"}
-"""The actor image of each env family (docker/): the Atari image has gymnasium, so it steps classic envs too."""
+ACTOR_IMAGES = {"atari": "seed-rl-actor-atari", "classic": "seed-rl-actor-atari", "mujoco": "seed-rl-actor-atari"}
+"""The actor image of each env family (docker/): the Atari image has gymnasium and mujoco, so it steps classic and
+MuJoCo envs too."""
 
 
 def images(preset: VertexPreset, learner: Machine, registry: str, tag: str) -> tuple[str, str]:

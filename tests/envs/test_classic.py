@@ -37,7 +37,8 @@ def test_specs_are_plain_values_that_compare_and_round_trip_through_json():
 
 def test_pendulum_box_action_spec():
     env = create_environment(EnvConfig(name="Pendulum-v1"), env_id=0)
-    assert action_spec(env) == ArraySpec(shape=(1,), dtype="float32", minimum=-2.0, maximum=2.0)
+    # The classic family rescales a bounded float Box to [-1, 1] (UnitBoxActions; the torque is [-2, 2]).
+    assert action_spec(env) == ArraySpec(shape=(1,), dtype="float32", minimum=-1.0, maximum=1.0)
     assert observation_spec(env) == ArraySpec(
         shape=(3,), dtype="float32", minimum=[-1.0, -1.0, -8.0], maximum=[1.0, 1.0, 8.0]
     )

@@ -36,7 +36,7 @@ def scratch_registry(monkeypatch):
 
 
 def test_the_built_in_families_are_registered():
-    assert family_names() == ("classic", "atari", "test")
+    assert family_names() == ("classic", "atari", "mujoco", "test")
     for name in family_names():
         family = get_family(name)
         assert family.name == name and family.description

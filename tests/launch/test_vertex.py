@@ -26,7 +26,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "gcp" / "golden"
 REGISTRY = "us-central1-docker.pkg.dev/my-project/seed-rl"
 TAG = "v0"
-AVAILABLE = [key for key in vertex.PRESETS if key[0] in ("atari", "classic")]
+AVAILABLE = [key for key in vertex.PRESETS if key[0] in ("atari", "classic", "mujoco")]
 MISSING = [key for key in vertex.PRESETS if key not in AVAILABLE]
 
 
