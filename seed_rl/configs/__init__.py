@@ -26,6 +26,7 @@ from seed_rl.configs.presets import (
     mujoco_ppo,
     mujoco_sac,
     mujoco_vmpo,
+    mujoco_vtrace,
     test_vtrace,
 )
 
@@ -45,6 +46,7 @@ PRESETS: Dict[str, Callable[[], Config]] = {
     "mujoco_ppo": mujoco_ppo,
     "mujoco_awr": mujoco_awr,
     "mujoco_vmpo": mujoco_vmpo,
+    "mujoco_vtrace": mujoco_vtrace,
     "classic_awr": classic_awr,
     "classic_vmpo": classic_vmpo,
 }

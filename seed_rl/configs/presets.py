@@ -303,3 +303,18 @@ def mujoco_vmpo() -> Config:
     """V-MPO on MuJoCo: mujoco_ppo's actors, networks, normalisers and batches with the vmpo policy loss, 1 epoch."""
     config = _mujoco_on_policy("vmpo", VMPOConfig)
     return dataclasses.replace(config, agent=dataclasses.replace(config.agent, policy_loss="vmpo", epochs=1))
+
+
+def mujoco_vtrace() -> Config:
+    """V-trace on MuJoCo (HalfCheetah-v5) as the original's mujoco/vtrace_main.py: MLP 2 x 64 without LSTM
+    (``n_lstm_layers 0``), no observation normalisation, Adam 3e-4, a tanh-squashed normal policy (the original's
+    default continuous distribution), the V-trace learner's flag defaults otherwise. Actors and batches: 4 x 8 envs,
+    unroll 32, batch 32 (the main file sets none)."""
+    return Config(
+        env=EnvConfig(family="mujoco", name="HalfCheetah-v5", num_action_repeats=1),
+        run=RunConfig(num_actors=4, env_batch_size=8, unroll_length=32, batch_size=32,
+                      total_environment_frames=1_000_000_000, save_checkpoint_secs=600.0),
+        agent_name="vtrace",
+        agent=VTraceConfig(network="mlp", mlp_sizes=(64, 64), lstm_size=0, use_reward_and_action=False,
+                           optimizer="adam", learning_rate=3e-4, lr_schedule="constant"),
+    )

@@ -29,7 +29,6 @@ SPECS = {
 }
 NOT_TAKEN = {
     # (agent, kind): what the agent's refusal says.
-    ("vtrace", "continuous"): "continuous action spec",
     ("r2d2", "continuous"): "discrete action space",
     ("sac", "vector"): "takes continuous actions",
     ("sac", "image"): "vector observation",

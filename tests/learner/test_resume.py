@@ -94,7 +94,9 @@ def test_config_changes_ignores_where_the_learner_serves():
 def test_a_config_the_agent_refuses_creates_no_run_directory(tmp_path):
     logdir = str(tmp_path / "pendulum")
     config = _config(logdir)
-    config = replace(config, env=replace(config.env, name="Pendulum-v1"))  # continuous actions: V-trace refuses
-    with pytest.raises(ValueError, match="continuous action spec .* is not supported yet"):
+    # Continuous actions with a one-hot previous-action input: V-trace refuses.
+    config = replace(config, env=replace(config.env, name="Pendulum-v1"),
+                     agent=replace(config.agent, use_reward_and_action=True))
+    with pytest.raises(ValueError, match="needs one discrete action"):
         Learner(config)
     assert not os.path.exists(logdir)

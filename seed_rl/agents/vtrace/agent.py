@@ -47,14 +47,13 @@ class VTraceAgent:
         self.config = config
         self.observation_spec = observation_spec
         self.action_spec = action_spec
-        if action_spec.num_values <= 0 or tuple(action_spec.shape) != ():
-            # The network's previous-action input and the action tables are one integer action per step so far.
-            kind = "continuous" if action_spec.num_values <= 0 else "multi-discrete"
-            raise ValueError(f"the vtrace agent takes one discrete action per step (an int32 scalar with "
-                             f"num_values > 0); this env's {kind} action spec {action_spec} is not supported yet")
-        self.distribution: Categorical = get_distribution(action_spec)
-        self.network = build_network(config, observation_spec, action_spec,
-                                     self.distribution.param_size(action_spec.num_values))
+        # Categorical for one discrete action, multi-categorical, or a tanh-squashed normal for a [-1, 1] Box
+        # (get_distribution refuses anything else with the reason).
+        self.distribution = get_distribution(action_spec)
+        if config.use_reward_and_action and not isinstance(self.distribution, Categorical):
+            raise ValueError(f"use_reward_and_action feeds a one-hot previous action: it needs one discrete action; "
+                             f"this env's action spec is {action_spec} (pass --use_reward_and_action=false)")
+        self.network = build_network(config, observation_spec, action_spec, self.distribution.param_size())
         self.entropy_cost = EntropyCost(config.entropy_cost, config.entropy_cost_adjustment_speed)
         self._build()
         if config.initializer == "orthogonal":
@@ -68,7 +67,7 @@ class VTraceAgent:
         """One step for a batch of envs ``[B]``; ``env_ids`` is unused (the policy is the same for every env)."""
         outputs, new_state = self.network(prev_actions, env_outputs, agent_state, unroll=False)
         action = self.distribution.sample(outputs.policy_logits)
-        return AgentOutput(tf.cast(action, tf.int32), outputs.policy_logits, outputs.baseline), new_state
+        return AgentOutput(tf.cast(action, self._action_dtype), outputs.policy_logits, outputs.baseline), new_state
 
     def loss(self, unroll, weights=None) -> LossResult:
         del weights  # on-policy queue: every unroll counts once
@@ -79,7 +78,7 @@ class VTraceAgent:
         return tf.constant(False)
 
     def greedy_action(self, agent_outputs) -> tf.Tensor:
-        return tf.cast(self.distribution.mode(agent_outputs.policy_logits), tf.int32)
+        return tf.cast(self.distribution.mode(agent_outputs.policy_logits), self._action_dtype)
 
     @property
     def trainable_variables(self):
@@ -110,9 +109,8 @@ class VTraceAgent:
 
     def agent_output_spec(self, batch_size=None):
         return AgentOutput(
-            action=tf.TensorSpec([batch_size], tf.int32),
-            policy_logits=tf.TensorSpec([batch_size, self.distribution.param_size(self.action_spec.num_values)],
-                                        tf.float32),
+            action=tf.TensorSpec([batch_size, *self.action_spec.shape], self._action_dtype),
+            policy_logits=tf.TensorSpec([batch_size, self.distribution.param_size()], tf.float32),
             baseline=tf.TensorSpec([batch_size], tf.float32),
         )
 
@@ -120,7 +118,11 @@ class VTraceAgent:
     def _build(self) -> None:
         """Creates the variables by running one step on zeros."""
         env_output = zeros_env_output(self.observation_spec, 1)
-        self.act(tf.zeros([1], tf.int32), env_output, self.initial_state(1))
+        self.act(tf.zeros([1, *self.action_spec.shape], self._action_dtype), env_output, self.initial_state(1))
+
+    @property
+    def _action_dtype(self):
+        return tf.as_dtype(self.action_spec.dtype)
 
 
 if TYPE_CHECKING:  # mypy checks that the class follows the Agent protocol the learner relies on
