@@ -132,3 +132,25 @@ def learner_port(proc: subprocess.Popen, lines: List[str]) -> int:
             return int(m.group(1))
     raise AssertionError("the learner exited before it listened:\n" + "".join(lines[-40:]))
 
+
+
+def train_to_target(logdir: str, *flags: str, budget: int, target: float, timeout: float = 900) -> List[Episode]:
+    """Trains with ``flags`` until the mean return of 20 episodes reaches ``target`` (or ``budget`` frames) and
+    asserts that it did within the budget; returns the episodes."""
+    proc = TrainProcess(logdir, *flags, f"--total_environment_frames={budget}", f"--target_return={target}")
+    assert proc.wait(timeout=timeout) == 0, proc.output()
+    eps = episodes(logdir)
+    reached = first_frames_reaching(eps, target)
+    best, _ = best_rolling_mean(eps)
+    assert reached is not None and reached <= budget, f"best mean return over 20 episodes: {best:.1f}"
+    return eps
+
+
+def train_for_budget(logdir: str, *flags: str, budget: int, timeout: float = 900) -> float:
+    """Trains with ``flags`` for ``budget`` frames (no early stop) and returns the best mean return of 20
+    consecutive episodes; asserts that the run used (nearly) all of the budget."""
+    proc = TrainProcess(logdir, *flags, f"--total_environment_frames={budget}", "--target_return=0")
+    assert proc.wait(timeout=timeout) == 0, proc.output()
+    eps = episodes(logdir)
+    assert eps and eps[-1].env_frames >= budget * 0.9
+    return best_rolling_mean(eps)[0]

@@ -7,17 +7,12 @@ AWR's best mean return over 20 episodes 232 at 236K frames; V-MPO's 340 at 290K 
 
 import pytest
 
-from tests.integration.helpers import TrainProcess, best_rolling_mean, episodes
-
-BUDGET = 300_000
+from tests.integration.helpers import train_for_budget
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("agent", ["awr", "vmpo"])
 def test_awr_and_vmpo_beat_random_play_on_cartpole(agent, tmp_path):
-    logdir = str(tmp_path / "run")
-    proc = TrainProcess(logdir, "--env=classic", "--env_name=CartPole-v1", f"--agent={agent}", "--seed=1",
-                        "--summary_period_secs=5", f"--total_environment_frames={BUDGET}", "--target_return=300")
-    assert proc.wait(timeout=900) == 0, proc.output()
-    best, _ = best_rolling_mean(episodes(logdir))
+    best = train_for_budget(str(tmp_path / "run"), "--env=classic", "--env_name=CartPole-v1", f"--agent={agent}",
+                            "--seed=1", "--summary_period_secs=5", budget=300_000)
     assert best >= 100.0, f"{agent}: best mean return over 20 episodes {best:.1f} (random play: about 22)"
