@@ -165,7 +165,8 @@ def report(args) -> Optional[str]:
     ]
     body = (
         f"Run on {_common.now_string()}: `python benchmarks/atari_learning.py --game={args.game} "
-        f"--agent={args.agent} --hours={args.hours}` (preset `{args.preset}`, run directory `{args.logdir}`); "
+        f"--agent={args.agent} --hours={args.hours}{' -- ' + ' '.join(args.extra) if args.extra else ''}` "
+        f"(preset `{args.preset}`, run directory `{args.logdir}`); "
         f"{_common.versions()}; {_common.cpu_model()}.\n\n"
         + _common.markdown_table(["", ""], rows) + "\n\n"
         f"Config: {config_text}\n\n"
@@ -218,6 +219,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--report_only", action="store_true", help="write the CSV, PNG and RESULTS.md section")
     parser.add_argument("--no_write", action="store_true", help="leave RESULTS.md alone")
     args = parser.parse_args(argv)
+    args.extra = extra
     args.preset = args.preset or f"atari_{args.agent}_fast"
     args.logdir = args.logdir or os.path.join("runs", "atari_learning", f"{args.game}_{args.agent}")
     rc = 0

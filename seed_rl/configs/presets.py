@@ -163,20 +163,21 @@ def atari_r2d2_fast() -> Config:
     The original's network shape (CNN, LSTM, dueling heads, 4 frames stacked on the learner) with IMPALA's shallow
     CNN (16 and 32 channels, dense 256) instead of the Nature CNN (32, 64, 64, dense 512): about a third of the
     cost per frame, and the torso dominates the cost of a train step; half the width elsewhere (LSTM 256, heads
-    256), shorter sequences (burn-in 8, unroll 40; the original 40 and 100), a replay of
-    4000 sequences (min 500) replayed twice, discount 0.99 (0.997 in the original), and a target copy every 200
-    steps: a run of a few million frames makes about a thousand train steps, so the original's 2500 would never
-    copy. Adam lr 4.8e-4 eps 1e-3, clip 40, n-step 5, Ape-X epsilons over 2 actors x 8 envs as the original.
+    256), short sequences and small batches (burn-in 8, unroll 20, batch 8; the original 40, 100 and 64) so that a
+    two-hour run makes over ten thousand updates instead of about a thousand, a replay of 4000 sequences (min
+    500) replayed 4 times, discount 0.99 (0.997 in the original), and a target copy every 400 updates (the
+    original's 2500 would copy a handful of times). Adam lr 4.8e-4 eps 1e-3, clip 40, n-step 5, Ape-X epsilons
+    over 2 actors x 8 envs as the original.
     """
     env = _atari_env("Pong")
     return Config(
         env=dataclasses.replace(env, options=dataclasses.replace(env.options, full_action_space=False)),
-        run=RunConfig(num_actors=2, env_batch_size=8, unroll_length=40, batch_size=32, unroll_queue_size=64,
+        run=RunConfig(num_actors=2, env_batch_size=8, unroll_length=20, batch_size=8, unroll_queue_size=64,
                       total_environment_frames=50_000_000, save_checkpoint_secs=300.0, summary_period_secs=30.0),
         agent_name="r2d2",
         agent=R2D2Config(torso="impala_shallow", burn_in=8, lstm_size=256, hidden_size=256, replay_buffer_size=4000,
-                         replay_buffer_min_size=500, replay_ratio=2.0, discounting=0.99,
-                         update_target_every_n_step=200),
+                         replay_buffer_min_size=500, replay_ratio=4.0, discounting=0.99,
+                         update_target_every_n_step=400),
     )
 
 
