@@ -185,9 +185,6 @@ class UnitBoxActions(gymnasium.ActionWrapper):
             return self._inner.action(np.asarray(action, np.float32))
         return action
 
-    def step(self, action):
-        return self.env.step(self.action(action))
-
 
 class ActionRepeat(gymnasium.Wrapper):
     """Repeats each action ``num_repeats`` times and sums the rewards; stops early when the episode ends.
