@@ -6,10 +6,12 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Callable, Dict
 
 from seed_rl.config import Config
 from seed_rl.configs.presets import (
+    DMLAB_GCP_LEVELS,
     atari_ppo,
     atari_r2d2,
     atari_r2d2_fast,
@@ -22,6 +24,10 @@ from seed_rl.configs.presets import (
     classic_sac,
     classic_vmpo,
     classic_vtrace,
+    dmlab_vtrace,
+    football_r2d2,
+    football_vtrace,
+    football_vtrace_checkpoints,
     mujoco_awr,
     mujoco_ppo,
     mujoco_sac,
@@ -49,6 +55,11 @@ PRESETS: Dict[str, Callable[[], Config]] = {
     "mujoco_vtrace": mujoco_vtrace,
     "classic_awr": classic_awr,
     "classic_vmpo": classic_vmpo,
+    "football_vtrace": football_vtrace,
+    "football_vtrace_checkpoints": football_vtrace_checkpoints,
+    "football_r2d2": football_r2d2,
+    "dmlab_vtrace": dmlab_vtrace,
+    **{f"dmlab_vtrace_{level}": functools.partial(dmlab_vtrace, level) for level in DMLAB_GCP_LEVELS},
 }
 
 

@@ -13,6 +13,8 @@ from seed_rl.agents.sac.config import SACConfig
 from seed_rl.agents.vtrace.config import VTraceConfig
 from seed_rl.config import Config, EnvConfig, RunConfig
 from seed_rl.envs.atari import AtariOptions
+from seed_rl.envs.dmlab import DmLabOptions
+from seed_rl.envs.football import FootballOptions
 
 
 def classic_vtrace() -> Config:
@@ -318,4 +320,92 @@ def mujoco_vtrace() -> Config:
         agent_name="vtrace",
         agent=VTraceConfig(network="mlp", mlp_sizes=(64, 64), lstm_size=0, use_reward_and_action=False,
                            optimizer="adam", learning_rate=3e-4, lr_schedule="constant"),
+    )
+
+
+def _football_env(scenario: str = "11_vs_11_easy_stochastic", reward_experiment: str = "scoring") -> EnvConfig:
+    # football/env.py: scenario 11_vs_11_easy_stochastic, reward_experiment scoring, smm_size default (96 x 72),
+    # action repeat 1 (the only one it allows).
+    return EnvConfig(family="football", name=scenario, num_action_repeats=1,
+                     options=FootballOptions(reward_experiment=reward_experiment, smm_size="default"))
+
+
+def football_vtrace() -> Config:
+    """V-trace on Google Research Football as the original's football/vtrace_main.py with the hyperparameters of
+    gcp/train_football_scoring.sh: the GFootball network (IMPALA's ResNet with 4 sections 16-32-32-32, lecun-normal
+    init, no LSTM, no reward/action inputs) on the 4 stacked SMM frames packed into bits; Adam with a constant
+    learning rate of 5.5339e-5 (the script's; the main file's default is 4.8e-4) and Keras' default epsilon; entropy
+    cost 3.1948e-5, lambda 0.9, discount 0.997, unroll 32, batch 32, inference batch 64, 5e8 frames. The script
+    ran 25 workers x 8 actors (200 envs) on 11_vs_11_hard_stochastic; this preset runs on one machine (4 actors x
+    2 envs) on football/env.py's default scenario, 11_vs_11_easy_stochastic (``--env_name`` changes it)."""
+    return Config(
+        env=_football_env(),
+        run=RunConfig(num_actors=4, env_batch_size=2, unroll_length=32, batch_size=32,
+                      total_environment_frames=500_000_000, save_checkpoint_secs=600.0),
+        agent_name="vtrace",
+        agent=VTraceConfig(network="gfootball", lstm_size=0, use_reward_and_action=False, optimizer="adam",
+                           learning_rate=5.533923433816456e-05, lr_schedule="constant", adam_beta1=0.9,
+                           adam_epsilon=1e-7, entropy_cost=3.1948327487872845e-05, lambda_=0.9,
+                           discounting=0.997, baseline_cost=0.5),
+    )
+
+
+def football_vtrace_checkpoints() -> Config:
+    """``football_vtrace`` with gcp/train_football_checkpoints.sh's changes: the ``scoring,checkpoints`` reward,
+    entropy cost 7.3309e-4, lambda 1, learning rate 1.2542e-4."""
+    config = football_vtrace()
+    return dataclasses.replace(
+        config, env=_football_env(reward_experiment="scoring,checkpoints"),
+        agent=dataclasses.replace(config.agent, entropy_cost=0.0007330944745454107, lambda_=1.0,
+                                  learning_rate=0.00012542101122072784))
+
+
+def football_r2d2() -> Config:
+    """R2D2 on Football. Not in the original (it trained Football with V-trace only): R2D2's own settings
+    (``atari_r2d2``: n-step 5, Adam 4.8e-4 eps 1e-3, clip 40, dueling heads, LSTM) with Football's observation, the
+    4 stacked SMM frames the env already stacks (so ``stack_size=1``, no stacking on the learner), unpacked into
+    16 planes by the torso (the Nature CNN), and football_vtrace's discount 0.997 and unroll 32."""
+    return Config(
+        env=_football_env(),
+        run=RunConfig(num_actors=4, env_batch_size=2, unroll_length=32, batch_size=32, unroll_queue_size=100,
+                      total_environment_frames=500_000_000, save_checkpoint_secs=1800.0),
+        agent_name="r2d2",
+        agent=R2D2Config(stack_size=1, burn_in=16, discounting=0.997, replay_buffer_size=20_000,
+                         replay_buffer_min_size=500),
+    )
+
+
+DMLAB_GCP_LEVELS: dict[str, dict[str, float]] = {
+    # gcp/train_dmlab_<level>.sh: entropy_cost, lambda_, learning_rate, adam_epsilon (the other flags are shared).
+    "explore_goal_locations_small": dict(entropy_cost=0.0009705614902108625, lambda_=0.95,
+                                         learning_rate=0.00022587896096859582, adam_epsilon=3.125e-9),
+    "lasertag_three_opponents_small": dict(entropy_cost=0.0013043623417080615, lambda_=0.9,
+                                           learning_rate=0.000398313170083425, adam_epsilon=3.125e-11),
+    "rooms_keys_doors_puzzle": dict(entropy_cost=0.002, lambda_=0.922, learning_rate=0.0001, adam_epsilon=3.125e-11),
+    "rooms_watermaze": dict(entropy_cost=0.00001, lambda_=0.99, learning_rate=0.0001, adam_epsilon=3.125e-7),
+}
+"""The four DMLab levels the original ships Google Cloud scripts for, with their tuned numbers."""
+
+
+def dmlab_vtrace(level: str = "explore_goal_locations_small") -> Config:
+    """V-trace on DeepMind Lab as the original's dmlab/vtrace_main.py and gcp/train_dmlab_<level>.sh: IMPALA's deep
+    ResNet + LSTM 256 with the clipped reward and the one-hot previous action (dmlab/networks.py ImpalaDeep), Adam
+    with beta_1 = 0 and the learning rate decayed linearly to 0, rewards clipped to [-1, 1], batch 32, inference
+    batch 64, unroll 100 (the learner's default), the level's entropy cost, lambda, learning rate and Adam epsilon
+    (`DMLAB_GCP_LEVELS`; explore_goal_locations_small by default). 72 x 96 RGB observations. Action repeat 4, as
+    IMPALA's and the SEED paper's DMLab runs (the scripts left the original's flag at 1; docs/deviations.md). The
+    scripts ran 50 workers x 8 actors; this preset runs 4 actors x 2 envs on one machine."""
+    if level not in DMLAB_GCP_LEVELS:
+        raise ValueError(f"no DMLab preset for level {level!r}; levels with the original's tuned numbers: "
+                         f"{', '.join(DMLAB_GCP_LEVELS)} (other levels: --env_name with any of these presets)")
+    tuned = DMLAB_GCP_LEVELS[level]
+    return Config(
+        env=EnvConfig(family="dmlab", name=level, num_action_repeats=4, options=DmLabOptions()),
+        run=RunConfig(num_actors=4, env_batch_size=2, unroll_length=100, batch_size=32, inference_batch_size=0,
+                      total_environment_frames=10_000_000_000, save_checkpoint_secs=600.0),
+        agent_name="vtrace",
+        agent=VTraceConfig(network="impala_deep", lstm_size=256, use_reward_and_action=True, optimizer="adam",
+                           adam_beta1=0.0, lr_schedule="linear", max_abs_reward=1.0, discounting=0.99,
+                           baseline_cost=0.5, entropy_cost=tuned["entropy_cost"], lambda_=tuned["lambda_"],
+                           learning_rate=tuned["learning_rate"], adam_epsilon=tuned["adam_epsilon"]),
     )

@@ -7,6 +7,9 @@ family's options dataclass and calls the family's factory. The families register
 * ``classic``: any gymnasium id, or ``module:EnvId`` (`seed_rl.envs.classic`), e.g. CartPole-v1.
 * ``atari``: ALE games preprocessed as in SEED RL (`seed_rl.envs.atari`); needs ale-py and opencv.
 * ``mujoco``: gymnasium's MuJoCo v5 tasks as the original prepares them (`seed_rl.envs.mujoco`); needs mujoco.
+* ``football``: Google Research Football scenarios, SMM observations packed as the original (`seed_rl.envs.football`);
+  needs gfootball (scripts/install_football.sh).
+* ``dmlab``: DeepMind Lab levels as the original (`seed_rl.envs.dmlab`); needs deepmind_lab, built from source.
 * ``test``: deterministic fakes for tests (`seed_rl.envs.testing`).
 
 A new family is a module that defines its `EnvFamily`, plus one ``register_family`` line below.
@@ -15,7 +18,7 @@ Env ``env_id`` is seeded with ``config.seed + env_id`` on its first reset. Envir
 ``step`` returns ``(observation, reward, terminated, truncated, info)``; time limits are ``truncated``.
 
 This package imports no TensorFlow (actors import it), and imports ale_py and cv2 only when an Atari env is
-created. See docs/environments.md.
+created (gfootball and deepmind_lab likewise). See docs/environments.md.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from __future__ import annotations
 import gymnasium
 
 from seed_rl.config import EnvConfig
-from seed_rl.envs import atari, classic, mujoco, testing
+from seed_rl.envs import atari, classic, dmlab, football, mujoco, testing
 from seed_rl.envs.atari import ATARI_57, AtariOptions
 from seed_rl.envs.classic import SeedOnFirstReset
 from seed_rl.envs.registry import (
@@ -34,7 +37,7 @@ from seed_rl.envs.registry import (
     resolve_env_config,
     reward_itself,
 )
-from seed_rl.envs.specs import action_spec, observation_spec
+from seed_rl.envs.specs import action_space_spec, action_spec, observation_space_spec, observation_spec
 from seed_rl.envs.testing import TEST_ENVS
 from seed_rl.types import ArraySpec, ObservationSpec
 
@@ -57,6 +60,8 @@ __all__ = [
 register_family(classic.FAMILY)
 register_family(atari.FAMILY)
 register_family(mujoco.FAMILY)
+register_family(football.FAMILY)
+register_family(dmlab.FAMILY)
 register_family(testing.FAMILY)
 
 
@@ -78,7 +83,13 @@ def create_environment(config: EnvConfig, env_id: int) -> gymnasium.Env:
 
 
 def env_specs(config: EnvConfig) -> tuple[ObservationSpec, ArraySpec]:
-    """(observation spec, action spec) of ``config``'s environment, read from env 0 (created, then closed)."""
+    """(observation spec, action spec) of ``config``'s environment: from the family's ``spaces`` rule where it has
+    one (no env is created: the learner of a Football or DMLab run needs no engine), else read from env 0
+    (created, then closed)."""
+    family = get_family(config.family)
+    if family.spaces is not None:
+        observation_space, action_space = family.spaces(resolve_env_config(config))
+        return observation_space_spec(observation_space), action_space_spec(action_space)
     env = create_environment(config, 0)
     try:
         return observation_spec(env), action_spec(env)

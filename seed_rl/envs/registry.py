@@ -3,7 +3,7 @@
 A family is everything the rest of the system needs to know about a kind of environment, and nothing outside
 its own module knows more: `seed_rl.envs.create_environment` builds an env through its ``factory``, the actor
 loop reports episode statistics through its ``raw_reward`` rule, and `seed-rl train` defines one flag per field of
-its ``options`` dataclass. The built-in families (classic, atari, mujoco, test) are registered by `seed_rl.envs` when it
+its ``options`` dataclass. The built-in families (classic, atari, mujoco, football, dmlab, test) are registered by `seed_rl.envs` when it
 is imported; a new family is one module plus one ``register_family(...)`` line there.
 
 ``EnvConfig.options`` holds the family's options object. It arrives as a dict when the config came from JSON
@@ -29,6 +29,7 @@ __all__ = [
     "EnvFactory",
     "EnvFamily",
     "RawRewardRule",
+    "SpacesRule",
     "family_names",
     "get_family",
     "register_family",
@@ -41,10 +42,8 @@ EnvFactory = Callable[[EnvConfig, int], gymnasium.Env]
 """``(env_config, env_id) -> env``, not yet seeded; ``env_config.options`` is the family's resolved options."""
 
 RawRewardRule = Callable[[SupportsFloat, Mapping[str, Any]], float]
+SpacesRule = Callable[[EnvConfig], tuple[gymnasium.spaces.Space, gymnasium.spaces.Space]]
 """``(reward, step info) -> raw reward``: the reward an episode's statistics add up (``episode/raw_return``)."""
-
-LATER_FAMILIES: tuple[str, ...] = ("football", "dmlab")
-"""Families of the original SEED RL that come in later issues."""
 
 _PRE_OPTIONS_FIELDS: tuple[str, ...] = ("max_random_noops", "sticky_actions", "max_episode_frames")
 """``EnvConfig`` fields that every family wrote to JSON before families had options (they were Atari's).
@@ -73,6 +72,11 @@ class EnvFamily:
     `seed_rl.config.field`). The CLI defines one flag per field. None: the family takes no options."""
     raw_reward: RawRewardRule = reward_itself
     """The raw reward of a step, from the reward ``env.step`` returned and its info dict."""
+    spaces: SpacesRule | None = None
+    """``(env_config) -> (observation space, action space)`` of the family's envs, without creating one. The
+    learner reads its specs from it (`seed_rl.envs.env_specs`), so that a learner machine needs no game engine
+    (Football, DMLab); every actor still checks its env's specs against the learner's in the handshake. None: the
+    specs are read from env 0, created and closed."""
 
     def __post_init__(self) -> None:
         if not self.name or ":" in self.name or any(c.isspace() for c in self.name):
@@ -114,8 +118,7 @@ def get_family(name: str) -> EnvFamily:
     """
     family = _FAMILIES.get(name)
     if family is None:
-        later = " (not available yet; it comes in a later issue)" if name in LATER_FAMILIES else ""
-        raise ValueError(f"unknown env family {name!r}{later}; known families: {', '.join(_FAMILIES)}")
+        raise ValueError(f"unknown env family {name!r}; known families: {', '.join(_FAMILIES)}")
     return family
 
 

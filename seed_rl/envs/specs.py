@@ -28,12 +28,16 @@ from gymnasium import spaces
 
 from seed_rl.types import ArraySpec, ObservationSpec
 
-__all__ = ["action_spec", "observation_spec", "space_to_spec"]
+__all__ = ["action_space_spec", "action_spec", "observation_space_spec", "observation_spec", "space_to_spec"]
 
 
 def observation_spec(env: gymnasium.Env) -> ObservationSpec:
     """The spec of one (unbatched) observation of ``env``: an ArraySpec, or a flat dict of them."""
-    space = env.observation_space
+    return observation_space_spec(env.observation_space)
+
+
+def observation_space_spec(space: spaces.Space) -> ObservationSpec:
+    """The spec of one observation of ``space``: an ArraySpec, or a flat dict of them."""
     if isinstance(space, spaces.Dict):
         specs = {}
         for key, subspace in space.spaces.items():
@@ -49,7 +53,11 @@ def observation_spec(env: gymnasium.Env) -> ObservationSpec:
 
 def action_spec(env: gymnasium.Env) -> ArraySpec:
     """The spec of one (unbatched) action of ``env``."""
-    space = env.action_space
+    return action_space_spec(env.action_space)
+
+
+def action_space_spec(space: spaces.Space) -> ArraySpec:
+    """The spec of one action of ``space``."""
     if isinstance(space, spaces.Dict):
         raise ValueError(  # noqa: TRY004 - one error type for every unsupported space
             "Dict action spaces are not supported; actions must be a single array"

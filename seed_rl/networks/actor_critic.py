@@ -40,7 +40,7 @@ class ActorCriticNetwork(keras.Model):
 
     def __init__(self, torso: keras.layers.Layer, num_actions: int, policy_size: int | None = None,
                  lstm_size: int = 256, use_reward_and_action: bool = True,
-                 value_torso: keras.layers.Layer | None = None, **kwargs):
+                 value_torso: keras.layers.Layer | None = None, head_initializer="glorot_uniform", **kwargs):
         # Under a mixed-precision policy (the learner's --precision) only the torsos compute in the low precision:
         # this network, its LSTM and its heads keep float32 (kwargs may say otherwise).
         super().__init__(**{"dtype": "float32", **kwargs})
@@ -52,8 +52,9 @@ class ActorCriticNetwork(keras.Model):
         self.use_reward_and_action = use_reward_and_action
         self.core = ResettingLSTM(lstm_size, dtype=self.dtype_policy) if lstm_size else None
         self.policy_head = keras.layers.Dense(policy_size or num_actions, name="policy_logits",
-                                              dtype=self.dtype_policy)
-        self.baseline_head = keras.layers.Dense(1, name="baseline", dtype=self.dtype_policy)
+                                              kernel_initializer=head_initializer, dtype=self.dtype_policy)
+        self.baseline_head = keras.layers.Dense(1, name="baseline", kernel_initializer=head_initializer,
+                                                dtype=self.dtype_policy)
 
     def initial_state(self, batch_size: int):
         if self.core is None:
@@ -97,11 +98,16 @@ def build_actor_critic(network: str, num_actions: int, policy_size: int | None =
                        separate_value_network: bool = False, lstm_size: int = 0,
                        use_reward_and_action: bool = False) -> ActorCriticNetwork:
     """The actor-critic network the actor-critic agents' configs name: ``network`` is ``impala_deep``,
-    ``impala_shallow`` (image observations) or ``mlp`` (vector observations, with an own value torso when
-    ``separate_value_network``)."""
+    ``impala_shallow`` (image observations), ``gfootball`` (the original's Football network: the deep ResNet with
+    four sections 16-32-32-32 and lecun-normal kernels, also in its heads) or ``mlp`` (vector observations, with an
+    own value torso when ``separate_value_network``)."""
     value_torso = None
+    head_initializer = "glorot_uniform"
     if network == "impala_deep":
         torso: keras.layers.Layer = ImpalaDeepTorso()
+    elif network == "gfootball":
+        torso = ImpalaDeepTorso(channels=(16, 32, 32, 32), kernel_initializer="lecun_normal")
+        head_initializer = "lecun_normal"
     elif network == "impala_shallow":
         torso = ImpalaShallowTorso()
     elif network == "mlp":
@@ -109,6 +115,7 @@ def build_actor_critic(network: str, num_actions: int, policy_size: int | None =
         if separate_value_network:
             value_torso = MLPTorso(mlp_sizes)
     else:
-        raise ValueError(f"network must be impala_deep, impala_shallow or mlp, got {network!r}")
+        raise ValueError(f"network must be impala_deep, impala_shallow, gfootball or mlp, got {network!r}")
     return ActorCriticNetwork(torso, num_actions=num_actions, policy_size=policy_size, lstm_size=lstm_size,
-                              use_reward_and_action=use_reward_and_action, value_torso=value_torso)
+                              use_reward_and_action=use_reward_and_action, value_torso=value_torso,
+                              head_initializer=head_initializer)

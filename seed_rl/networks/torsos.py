@@ -6,7 +6,9 @@
 * ``NatureTorso``: the DQN Nature CNN used by R2D2 (conv 32 8x8 s4, 64 4x4 s2, 64 3x3 s1, dense 512).
 * ``MLPTorso``: dense + relu layers for vector observations.
 
-uint8 observations are scaled to [0, 1].
+uint8 observations are scaled to [0, 1]. uint16 observations are packed boolean planes (16 per channel, the
+football family's wire format, `seed_rl.envs.football.pack_bit_planes`): they are unpacked into 0/1 planes
+(`unpack_bit_planes`), as the original's Football network did.
 """
 
 from __future__ import annotations
@@ -16,18 +18,36 @@ from typing import Sequence
 import keras
 import tensorflow as tf
 
+# The bit of a uint16 word that holds plane k (k = 0..15): np.packbits' big-endian bytes read as little-endian
+# words (seed_rl.envs.football.PLANE_BITS; the original's football/observation.py).
+_PLANE_BITS = tuple(7 - k for k in range(8)) + tuple(15 - k for k in range(8))
+
+
+def unpack_bit_planes(packed: tf.Tensor) -> tf.Tensor:
+    """``uint16 [..., W]`` packed planes -> ``float32 [..., 16 * W]`` of 0/1 (plane ``16 * w + k`` from bit
+    ``_PLANE_BITS[k]`` of word ``w``)."""
+    words = tf.cast(packed, tf.int32)[..., None]
+    bits = tf.bitwise.bitwise_and(tf.bitwise.right_shift(words, tf.constant(_PLANE_BITS, tf.int32)), 1)
+    shape = tf.concat([tf.shape(packed)[:-1], [tf.shape(packed)[-1] * 16]], 0)
+    planes = tf.reshape(tf.cast(bits, tf.float32), shape)
+    if packed.shape.rank is not None and packed.shape[-1] is not None:
+        planes = tf.ensure_shape(planes, packed.shape[:-1].concatenate([packed.shape[-1] * 16]))
+    return planes
+
 
 def _to_float(observation: tf.Tensor) -> tf.Tensor:
     if observation.dtype == tf.uint8:
         return tf.cast(observation, tf.float32) / 255.0
+    if observation.dtype == tf.uint16:
+        return unpack_bit_planes(observation)
     return tf.cast(observation, tf.float32)
 
 
 class _ResidualBlock(keras.layers.Layer):
-    def __init__(self, channels: int, **kwargs):
+    def __init__(self, channels: int, kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
-        self.conv0 = keras.layers.Conv2D(channels, 3, padding="same")
-        self.conv1 = keras.layers.Conv2D(channels, 3, padding="same")
+        self.conv0 = keras.layers.Conv2D(channels, 3, padding="same", kernel_initializer=kernel_initializer)
+        self.conv1 = keras.layers.Conv2D(channels, 3, padding="same", kernel_initializer=kernel_initializer)
 
     def call(self, x):
         y = self.conv0(tf.nn.relu(x))
@@ -36,17 +56,21 @@ class _ResidualBlock(keras.layers.Layer):
 
 
 class ImpalaDeepTorso(keras.layers.Layer):
+    """IMPALA's deep ResNet. ``channels`` has one entry per section: (16, 32, 32) for DMLab and Atari, (16, 32, 32,
+    32) with ``kernel_initializer='lecun_normal'`` for Football (the original's football/networks.py)."""
+
     def __init__(self, channels: Sequence[int] = (16, 32, 32), num_blocks: int = 2, output_size: int = 256,
-                 **kwargs):
+                 kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         self.sections = []
         for i, ch in enumerate(channels):
-            conv = keras.layers.Conv2D(ch, 3, padding="same", name=f"section{i}_conv")
+            conv = keras.layers.Conv2D(ch, 3, padding="same", name=f"section{i}_conv",
+                                       kernel_initializer=kernel_initializer)
             pool = keras.layers.MaxPooling2D(pool_size=3, strides=2, padding="same")
-            blocks = [_ResidualBlock(ch, name=f"section{i}_block{j}") for j in range(num_blocks)]
+            blocks = [_ResidualBlock(ch, kernel_initializer, name=f"section{i}_block{j}") for j in range(num_blocks)]
             self.sections.append((conv, pool, blocks))
         self.flatten = keras.layers.Flatten()
-        self.fc = keras.layers.Dense(output_size, activation="relu")
+        self.fc = keras.layers.Dense(output_size, activation="relu", kernel_initializer=kernel_initializer)
 
     def call(self, observation):
         x = _to_float(observation)

@@ -24,6 +24,8 @@ from seed_rl.envs import (
     registry,
     resolve_env_config,
 )
+from seed_rl.envs.dmlab import DmLabOptions
+from seed_rl.envs.football import FootballOptions
 from seed_rl.envs.testing import create_test_environment
 from seed_rl.types import ArraySpec
 from tests.envs import custom_env_module
@@ -36,28 +38,26 @@ def scratch_registry(monkeypatch):
 
 
 def test_the_built_in_families_are_registered():
-    assert family_names() == ("classic", "atari", "mujoco", "test")
+    assert family_names() == ("classic", "atari", "mujoco", "football", "dmlab", "test")
     for name in family_names():
         family = get_family(name)
         assert family.name == name and family.description
     assert get_family("atari").options is AtariOptions
     assert get_family("classic").options is None and get_family("test").options is None
     assert get_family("mujoco").options is None
+    assert get_family("football").options is FootballOptions and get_family("dmlab").options is DmLabOptions
     for name in family_names():  # the default raw reward is the env's reward, whatever the info holds
-        assert get_family(name).raw_reward(2.5, {"score_reward": 7.0}) == 2.5
-
-
-@pytest.mark.parametrize("name", ["football", "dmlab"])
-def test_later_families_say_they_come_later(name):
-    with pytest.raises(ValueError, match=rf"unknown env family '{name}' \(not available yet; it comes in a later "
-                                         r"issue\); known families: classic, atari, mujoco, test"):
-        get_family(name)
+        if name != "football":
+            assert get_family(name).raw_reward(2.5, {"score_reward": 7.0}) == 2.5
+    # Football counts goals (gfootball's score_reward), as the original's actor did, whatever the training reward.
+    assert get_family("football").raw_reward(0.1, {"score_reward": 1.0}) == 1.0
+    assert get_family("football").raw_reward(0.1, {}) == pytest.approx(0.1)
 
 
 def test_unknown_family():
-    with pytest.raises(ValueError, match="unknown env family 'bogus'; known families: classic, atari, mujoco, test") as e:
+    with pytest.raises(ValueError, match="unknown env family 'bogus'; known families: classic, atari, mujoco, "
+                                         "football, dmlab, test"):
         get_family("bogus")
-    assert "later issue" not in str(e.value)
 
 
 @dataclasses.dataclass(frozen=True)

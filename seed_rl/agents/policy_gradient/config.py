@@ -11,7 +11,7 @@ import dataclasses
 
 from seed_rl.config import field
 
-NETWORKS = ("mlp", "control_mlp", "impala_shallow", "impala_deep")
+NETWORKS = ("mlp", "control_mlp", "impala_shallow", "impala_deep", "gfootball")
 POLICY_LOSSES = ("ppo", "awr", "vmpo", "pg", "vtrace")
 ADVANTAGE_ESTIMATORS = ("gae", "vtrace", "nstep")
 REWARD_NORMALIZERS = ("none", "popart")
@@ -65,7 +65,7 @@ class OnPolicyConfig:
     # Network.
     network: str = field("mlp", "mlp (a torso shared by a policy and a value head, optionally a separate value "
                                 "torso), control_mlp (the original's ContinuousControlAgent: separate policy and "
-                                "value MLPs, orthogonal init), impala_shallow or impala_deep (images).")
+                                "value MLPs, orthogonal init), impala_shallow, impala_deep or gfootball (images).")
     mlp_sizes: tuple = field((64, 64), "Hidden sizes of the MLP torsos (ppo.gin: 2 x 64).")
     activation: str = field("tanh", "control_mlp's hidden activation (ppo.gin: tanh; the original's default swish).")
     layer_norm: bool = field(False, "control_mlp: layer normalisation after every hidden layer.")

@@ -38,7 +38,8 @@ class VTraceConfig:
     # Network.
     network: str = field(
         "impala_deep", "impala_deep or impala_shallow (image observations; IMPALA's deep ResNet or its shallow "
-        "2-conv network), or mlp (vector observations)."
+        "2-conv network), gfootball (the original's Football ResNet: 4 sections, lecun-normal init), or mlp "
+        "(vector observations)."
     )
     initializer: str = field(
         "keras", "keras (glorot-uniform kernels, the Keras defaults) or orthogonal (OpenAI baselines' and CleanRL's "
@@ -61,8 +62,8 @@ class VTraceConfig:
             raise ValueError(f"optimizer must be rmsprop or adam, got {self.optimizer!r}")
         if self.lr_schedule not in ("linear", "constant"):
             raise ValueError(f"lr_schedule must be linear or constant, got {self.lr_schedule!r}")
-        if self.network not in ("impala_deep", "impala_shallow", "mlp"):
-            raise ValueError(f"network must be impala_deep, impala_shallow or mlp, got {self.network!r}")
+        if self.network not in ("impala_deep", "impala_shallow", "gfootball", "mlp"):
+            raise ValueError(f"network must be impala_deep, impala_shallow, gfootball or mlp, got {self.network!r}")
         if self.initializer not in ("keras", "orthogonal"):
             raise ValueError(f"initializer must be keras or orthogonal, got {self.initializer!r}")
         if not 0.0 <= self.discounting <= 1.0:
