@@ -1,7 +1,11 @@
-"""Atari learning curve: the full system (``seed-rl train``: a learner and actor processes over the real
-transport) on one game for a wall-time budget, resumable, with the curve committed under benchmarks/results/.
+"""Learning curve (Atari by default): the full system (``seed-rl train``: a learner and actor processes over the
+real transport) on one game for a wall-time budget, resumable, with the curve committed under benchmarks/results/.
 
     python benchmarks/atari_learning.py --game=Pong --agent=vtrace --hours=2
+    python benchmarks/atari_learning.py --env=football --game=academy_empty_goal_close --agent=vtrace --hours=1
+
+``--env`` is the env family (default atari) and ``--game`` its env name; for a family other than Atari the files
+below are named ``<env>_<game>_<agent>`` instead of ``atari_<game>_<agent>``.
 
 trains ``--preset`` (default ``atari_<agent>_fast``) in ``--logdir`` (default ``runs/atari_learning/<game>_<agent>``)
 until the run directory has trained ``--hours`` in total: run it again on the same directory and it resumes from
@@ -79,7 +83,8 @@ def train(args, extra: List[str]) -> int:
         print(f"atari_learning: {args.logdir} has trained {trained_hours(sessions):.2f} h of the {args.hours} h "
               "budget; nothing to do (raise --hours to continue)", flush=True)
         return 0
-    command = [sys.executable, "-m", "seed_rl", "train", f"--preset={args.preset}", f"--game={args.game}",
+    command = [sys.executable, "-m", "seed_rl", "train", f"--preset={args.preset}", f"--env={args.env}",
+               f"--game={args.game}",
                f"--logdir={args.logdir}", f"--total_environment_frames={args.total_frames}", *extra]
     print(f"atari_learning: {' '.join(command)}\n  for {remaining / 3600:.2f} h "
           f"({trained_hours(sessions):.2f} h trained before)", flush=True)
@@ -117,7 +122,7 @@ def report(args) -> Optional[str]:
     if not episodes:
         print(f"atari_learning: no episodes in {args.logdir}", flush=True)
         return None
-    stem = f"atari_{args.game}_{args.agent}"
+    stem = f"{args.env}_{args.game}_{args.agent}"
     os.makedirs(RESULTS_DIR, exist_ok=True)
     frames = np.array([e.env_frames for e in episodes])
     scores = np.array([e.raw_return for e in episodes])
@@ -164,7 +169,8 @@ def report(args) -> Optional[str]:
         ("random play (published)", f"{RANDOM_SCORE.get(args.game, float('nan'))}"),
     ]
     body = (
-        f"Run on {_common.now_string()}: `python benchmarks/atari_learning.py --game={args.game} "
+        f"Run on {_common.now_string()}: `python benchmarks/atari_learning.py "
+        f"{'' if args.env == 'atari' else '--env=' + args.env + ' '}--game={args.game} "
         f"--agent={args.agent} --hours={args.hours}{' -- ' + ' '.join(args.extra) if args.extra else ''}` "
         f"(preset `{args.preset}`, run directory `{args.logdir}`); "
         f"{_common.versions()}; {_common.cpu_model()}.\n\n"
@@ -174,8 +180,10 @@ def report(args) -> Optional[str]:
         "game's raw (unclipped) return; frames are environment frames (agent steps x action repeats).\n"
     )
     if not args.no_write:
-        _common.update_results(f"atari_learning_{args.game}_{args.agent}",
-                               f"Atari learning: {args.game}, {args.agent}", body)
+        key = "atari_learning" if args.env == "atari" else f"{args.env}_learning"
+        _common.update_results(f"{key}_{args.game}_{args.agent}",
+                               f"{args.env.capitalize() if args.env != 'atari' else 'Atari'} learning: {args.game}, "
+                               f"{args.agent}", body)
     print(body, flush=True)
     return body
 
@@ -210,18 +218,22 @@ def main(argv: Optional[List[str]] = None) -> int:
         i = argv.index("--")
         argv, extra = argv[:i], argv[i + 1:]
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--env", default="atari", help="env family (default atari)")
     parser.add_argument("--game", default="Pong")
     parser.add_argument("--agent", default="vtrace", choices=["vtrace", "r2d2"])
     parser.add_argument("--hours", type=float, default=2.0, help="training-time budget of the run directory")
-    parser.add_argument("--preset", default=None, help="default atari_<agent>_fast")
-    parser.add_argument("--logdir", default=None, help="default runs/atari_learning/<game>_<agent>")
+    parser.add_argument("--preset", default=None, help="default <env>_<agent>_fast")
+    parser.add_argument("--logdir", default=None,
+                        help="default runs/atari_learning/<game>_<agent> (Atari), runs/learning/<env>_<game>_<agent>")
     parser.add_argument("--total_frames", type=int, default=10**10, help="frame budget passed to seed-rl train")
     parser.add_argument("--report_only", action="store_true", help="write the CSV, PNG and RESULTS.md section")
     parser.add_argument("--no_write", action="store_true", help="leave RESULTS.md alone")
     args = parser.parse_args(argv)
     args.extra = extra
-    args.preset = args.preset or f"atari_{args.agent}_fast"
-    args.logdir = args.logdir or os.path.join("runs", "atari_learning", f"{args.game}_{args.agent}")
+    args.preset = args.preset or f"{args.env}_{args.agent}_fast"
+    if args.logdir is None:
+        args.logdir = (os.path.join("runs", "atari_learning", f"{args.game}_{args.agent}") if args.env == "atari"
+                       else os.path.join("runs", "learning", f"{args.env}_{args.game}_{args.agent}"))
     rc = 0
     if not args.report_only:
         rc = train(args, extra)

@@ -67,7 +67,7 @@ spec="$(mktemp -t seed_rl_job.XXXXXX.yaml)"
 trap 'rm -f "$spec"' EXIT
 "${vertex[@]}" "${spec_args[@]}" --bucket="$bucket" --run_name="$run_name" --output="$spec" -- "${learner_flags[@]}"
 
-build_cmd=(docker/build.sh --registry="$registry" --tag="$tag" --push)
+build_cmd=(docker/build.sh --registry="$registry" --tag="$tag" --actor="$env_family" --push)
 [ "${images[2]}" = gpu ] && build_cmd+=(--gpu)
 submit_cmd=(gcloud ai custom-jobs create --project="$project" --region="$region" --display-name="$run_name"
             --config="$spec")

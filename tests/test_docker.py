@@ -136,3 +136,19 @@ def test_build_script_says_how_to_use_it():
     assert result.returncode == 0 and "--registry" in result.stdout
     bad = subprocess.run(["bash", str(DOCKER / "build.sh"), "--bogus"], capture_output=True, text=True, timeout=30)
     assert bad.returncode == 2 and "unknown argument --bogus" in bad.stderr
+
+
+def test_the_football_image_follows_the_football_extra():
+    if tomllib is None:
+        pytest.skip("needs Python 3.11's tomllib")
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    football = {_name(Requirement(r).name) for r in extras["football"]}
+    actor = _requirement_names(DOCKER / "requirements-actor.txt")
+    assert _requirement_names(DOCKER / "requirements-actor-football.txt") == actor | football
+    pins = _pins()
+    for requirement in (Requirement(r) for r in extras["football"]):
+        name = _name(requirement.name)
+        assert name in pins and requirement.specifier.contains(pins[name]), (name, pins.get(name))
+    # the install script and the image build the same gfootball
+    script = (ROOT / "scripts" / "install_football.sh").read_text()
+    assert f"GFOOTBALL_VERSION={pins['gfootball']}" in script and f'"gym=={pins["gym"]}"' in script

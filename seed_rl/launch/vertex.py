@@ -107,15 +107,16 @@ PRESETS: dict[tuple[str, str], VertexPreset] = {
         "classic", "r2d2", "classic_r2d2", workers=2, actors_per_worker=2,
         learner=Machine("n1-standard-8"), worker=Machine("n1-standard-4"),
         flags=("--env_name=CartPole-v1",), origin="not in the original: CartPole with R2D2 (CPU learner)"),
-    # The original's other configurations, with its worker counts and machines. The Football and DMLab families
-    # are not in seed_rl yet: building their jobs says so until they are registered.
+    # The original's other configurations, with its worker counts and machines. Their learners read the env specs
+    # from the family (seed_rl.envs.env_specs): the learner image needs no game engine.
     ("football", "vtrace"): VertexPreset(
         "football", "vtrace", "football_vtrace", workers=25, actors_per_worker=8,
-        learner=_STANDARD_P100, worker=_STANDARD, flags=("--game=11_vs_11_hard_stochastic",),
+        learner=_STANDARD_P100, worker=_STANDARD,
+        flags=("--game=11_vs_11_hard_stochastic", "--inference_batch_size=64"),
         origin="gcp/train_football_scoring.sh"),
     ("dmlab", "vtrace"): VertexPreset(
-        "dmlab", "vtrace", "dmlab_vtrace", workers=50, actors_per_worker=8,
-        learner=_STANDARD_P100, worker=_STANDARD, flags=("--game=rooms_watermaze",),
+        "dmlab", "vtrace", "dmlab_vtrace_rooms_watermaze", workers=50, actors_per_worker=8,
+        learner=_STANDARD_P100, worker=_STANDARD, flags=("--inference_batch_size=64",),
         origin="gcp/train_dmlab_rooms_watermaze.sh"),
     ("mujoco", "ppo"): VertexPreset(
         "mujoco", "ppo", "mujoco_ppo", workers=32, actors_per_worker=20,
@@ -285,9 +286,10 @@ def check_job_spec(spec: dict[str, Any]) -> None:
         raise ValueError(f"Vertex AI refuses this job spec: {e}") from None
 
 
-ACTOR_IMAGES = {"atari": "seed-rl-actor-atari", "classic": "seed-rl-actor-atari", "mujoco": "seed-rl-actor-atari"}
+ACTOR_IMAGES = {"atari": "seed-rl-actor-atari", "classic": "seed-rl-actor-atari", "mujoco": "seed-rl-actor-atari",
+                "football": "seed-rl-actor-football", "dmlab": "seed-rl-actor-dmlab"}
 """The actor image of each env family (docker/): the Atari image has gymnasium and mujoco, so it steps classic and
-MuJoCo envs too."""
+MuJoCo envs too; Football's is Dockerfile.actor-football, DMLab's Dockerfile.dmlab."""
 
 
 def images(preset: VertexPreset, learner: Machine, registry: str, tag: str) -> tuple[str, str]:

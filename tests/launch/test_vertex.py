@@ -9,6 +9,7 @@ Regenerate the golden files after an intended change: python -m tests.launch.tes
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 import pathlib
@@ -26,8 +27,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "gcp" / "golden"
 REGISTRY = "us-central1-docker.pkg.dev/my-project/seed-rl"
 TAG = "v0"
-AVAILABLE = [key for key in vertex.PRESETS if key[0] in ("atari", "classic", "mujoco")]
-MISSING = [key for key in vertex.PRESETS if key not in AVAILABLE]
+AVAILABLE = list(vertex.PRESETS)
 
 
 def _request(key, **changes) -> vertex.JobRequest:
@@ -78,7 +78,7 @@ def test_pool_0_is_the_learner_and_pool_1_the_actors_the_learner_expects(key):
         assert {"name": "SEED_RL_AUTH_TOKEN", "value": "TOKEN"} in pool["containerSpec"]["env"]
     assert "acceleratorType" not in actors["machineSpec"]
     assert learner["containerSpec"]["imageUri"].endswith("-gpu" if preset.learner.accelerator_type else "-cpu")
-    assert "seed-rl-actor-atari" in actors["containerSpec"]["imageUri"]
+    assert f"/{vertex.ACTOR_IMAGES[key[0]]}:" in actors["containerSpec"]["imageUri"]
 
 
 def test_the_atari_r2d2_job_is_the_original_gcp_configuration():
@@ -104,10 +104,26 @@ def test_the_learner_flags_of_a_spec_are_those_seed_rl_learner_resolves():
     assert config.env.name == "Pong" and config.run.local_stream is False
 
 
-@pytest.mark.parametrize("key", MISSING, ids="_".join)
-def test_a_preset_of_an_env_family_seed_rl_lacks_says_so(key):
-    with pytest.raises(ValueError, match=f"unknown env family '{key[0]}'"):
-        vertex.build_job_spec(_request(key, learner_image="l:1", actor_image="a:1"))
+def test_an_env_family_seed_rl_lacks_says_so():
+    preset = dataclasses.replace(vertex.PRESETS["classic", "vtrace"], env="procgen", seed_rl_preset="classic_vtrace")
+    with pytest.raises(ValueError, match="unknown env family 'procgen'"):
+        vertex.build_job_spec(_request(("classic", "vtrace"), preset=preset, learner_image="l:1", actor_image="a:1"))
+
+
+def test_football_and_dmlab_jobs_use_their_actor_images_and_the_originals_numbers():
+    from seed_rl.configs import get_preset
+
+    football = vertex.build_job_spec(_request(("football", "vtrace")))
+    learner, actors = football["workerPoolSpecs"]
+    assert actors["containerSpec"]["imageUri"] == f"{REGISTRY}/seed-rl-actor-football:{TAG}"
+    assert actors["replicaCount"] == 25 and _flag(_args(learner), "game") == "11_vs_11_hard_stochastic"
+    assert _flag(_args(learner), "inference_batch_size") == "64"
+    dmlab = vertex.build_job_spec(_request(("dmlab", "vtrace")))
+    learner, actors = dmlab["workerPoolSpecs"]
+    assert actors["containerSpec"]["imageUri"] == f"{REGISTRY}/seed-rl-actor-dmlab:{TAG}"
+    assert actors["replicaCount"] == 50 and _flag(_args(learner), "preset") == "dmlab_vtrace_rooms_watermaze"
+    watermaze = get_preset("dmlab_vtrace_rooms_watermaze")
+    assert watermaze.env.name == "rooms_watermaze" and watermaze.agent.entropy_cost == 0.00001
 
 
 @pytest.mark.parametrize("field, value, message", [
@@ -152,7 +168,7 @@ def test_train_sh_dry_run_prints_the_golden_spec_and_calls_nothing():
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.splitlines(keepends=True)
     comments = [line for line in lines if line.startswith("#")]
-    assert any(f"docker/build.sh --registry={REGISTRY} --tag={TAG} --push" in c for c in comments), comments
+    assert any(f"docker/build.sh --registry={REGISTRY} --tag={TAG} --actor=classic --push" in c for c in comments), comments
     assert any("gcloud ai custom-jobs create --project=my-project --region=us-central1 --display-name=example" in c
                for c in comments), comments
     assert "".join(line for line in lines if not line.startswith("#")) == _golden(("classic", "vtrace")).read_text()
