@@ -91,6 +91,17 @@ def test_unknown_env_family_is_a_clear_error(tmp_path):
     assert not logdir.exists()
 
 
+def test_train_on_an_engine_that_is_not_installed_is_a_clear_error(tmp_path):
+    """A local run's actors are on this host: a missing deepmind_lab is one line before anything starts (the learner
+    itself would not notice, since the dmlab family gives its specs without an env)."""
+    logdir = tmp_path / "run"
+    res = _cli("train", "--env=dmlab", "--env_name=rooms_watermaze", f"--logdir={logdir}")
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert res.stderr.strip().splitlines()[-1].startswith(
+        "seed-rl train: the dmlab env family needs DeepMind Lab's Python module deepmind_lab"), res.stderr[-2000:]
+    assert "Dockerfile.dmlab" in res.stderr and not logdir.exists()
+
+
 def _resolve(command, *args):
     from seed_rl import cli
 

@@ -32,6 +32,7 @@ class LocalRun:
         if host in ("0.0.0.0", "[::]"):
             host = "127.0.0.1"
         self.config = config
+        _check_env_creatable(config)
         self.learner = Learner(config, status_stream=status_stream)
         self.host = host
         self.actor_mode = actor_mode
@@ -164,6 +165,24 @@ class LocalRun:
 def on_free_loopback_port(config: Config) -> Config:
     """``config`` with the learner listening on a free loopback port (what a local run needs by default)."""
     return replace(config, run=replace(config.run, server_address="127.0.0.1:0"))
+
+
+def _check_env_creatable(config: Config) -> None:
+    """Creates (and closes) env 0 here when the learner will not: the actors of a local run are on this host, so a
+    missing engine (gfootball, deepmind_lab) is one clear error before anything starts, not actors that crash and
+    restart forever. Families without a ``spaces`` rule need no check: the learner creates env 0 for its specs.
+
+    Raises:
+      ValueError: the env cannot be created (the family's message: what is missing and how to install it).
+    """
+    from seed_rl.envs import create_environment, get_family
+
+    if get_family(config.env.family).spaces is None:
+        return
+    try:
+        create_environment(config.env, 0).close()
+    except ImportError as e:
+        raise ValueError(str(e)) from e
 
 
 def train(config: Config, actor_mode: str = "process", status_stream=None, keep_address: bool = False) -> LocalRun:
