@@ -53,8 +53,8 @@ class OnPolicyConfig:
                                                 "+-observation_clipping.")
     observation_clipping: float = field(10.0, "Clip normalised observations to [-x, x] (ppo.gin: 10).")
     # Update schedule: each batch of unrolls is trained `epochs` times in `minibatches` shuffled minibatches of
-    # sequences; a minibatch's advantages come from the weights of that update (the original's
-    # split_with_advantage_recomputation, over sequences instead of single transitions).
+    # sequences; a minibatch's advantages come from the weights of that update (the original's batch_mode=shuffle;
+    # its split modes are not offered, docs/deviations.md 37).
     epochs: int = field(4, "Passes over each batch (the PPO paper's MuJoCo setting: 10; Atari: 3).")
     minibatches: int = field(4, "Minibatches per pass; batch_size must divide by it.")
     # Optimizer.
