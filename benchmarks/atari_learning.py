@@ -43,7 +43,8 @@ from seed_rl.learner.summaries import EPISODES_CSV, read_episodes
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 SESSIONS_FILE = "learning_sessions.json"
 WINDOW = 20
-RANDOM_SCORE = {"Pong": -20.7, "Breakout": 1.7}  # random play (Mnih et al. 2015, extended data table 2)
+RANDOM_SCORE = {"Pong": -20.7, "Breakout": 1.7,  # random play (Mnih et al. 2015, extended data table 2)
+                "HalfCheetah-v5": -280.2}  # uniform random actions (D4RL's normalisation reference, Fu et al. 2020)
 
 
 def _read_sessions(logdir: str) -> List[dict]:
@@ -166,7 +167,8 @@ def report(args) -> Optional[str]:
         (f"first {WINDOW} episodes, mean score", f"{scores[:WINDOW].mean():.2f}"),
         (f"final mean score of the last {WINDOW} episodes", f"**{means[-1]:.2f}**"),
         (f"best mean of {WINDOW} consecutive episodes", f"{best:.2f}"),
-        ("random play (published)", f"{RANDOM_SCORE.get(args.game, float('nan'))}"),
+        ("random play (published)", f"{RANDOM_SCORE[args.game]}" if args.game in RANDOM_SCORE else
+         f"not published; the first {WINDOW} episodes are near-random"),
     ]
     body = (
         f"Run on {_common.now_string()}: `python benchmarks/atari_learning.py "
@@ -220,7 +222,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", default="atari", help="env family (default atari)")
     parser.add_argument("--game", default="Pong")
-    parser.add_argument("--agent", default="vtrace", choices=["vtrace", "r2d2"])
+    parser.add_argument("--agent", default="vtrace", help="vtrace, r2d2, ppo, sac, ... (any registered agent)")
     parser.add_argument("--hours", type=float, default=2.0, help="training-time budget of the run directory")
     parser.add_argument("--preset", default=None, help="default <env>_<agent>_fast")
     parser.add_argument("--logdir", default=None,
