@@ -211,6 +211,9 @@ class UpdateSchedule:
 
     epochs: int = 1
     minibatches: int = 1
+    shuffle: bool = True
+    """False: the same minibatches (consecutive sequences in batch order) in the same order every epoch, the
+    original's ``batch_mode=repeat``; True: a fresh permutation per epoch (its ``shuffle``)."""
 
     def __post_init__(self) -> None:
         if self.epochs < 1 or self.minibatches < 1:

@@ -185,7 +185,8 @@ class Trainer:
 
     ``step(batch, weights)`` is one training step: ``schedule.epochs`` passes over the batch, each in
     ``schedule.minibatches`` disjoint minibatches of sequences (a fresh permutation per epoch when there is more
-    than one update, drawn from ``(seed, policy version)`` so a resumed run draws what an uninterrupted one would),
+    than one update, drawn from ``(seed, policy version)`` so a resumed run draws what an uninterrupted one would;
+    consecutive sequences in batch order every epoch when ``schedule.shuffle`` is false),
     one optimizer update per minibatch; then the policy version (train steps) advances by one. After optimizer
     update number ``k`` (counted over the run: ``policy_version * updates_per_batch + i + 1``) the agent's
     ``update_targets(k)`` runs inside the compiled update.
@@ -241,7 +242,7 @@ class Trainer:
         priorities: Optional[np.ndarray] = None
         k = first_update
         for _ in range(self.schedule.epochs):
-            order = rng.permutation(size)
+            order = rng.permutation(size) if self.schedule.shuffle else np.arange(size)
             for part in np.split(order, minibatches):
                 k += 1
                 mini = tf.nest.map_structure(lambda x, idx=part: x[idx], batch)

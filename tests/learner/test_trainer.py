@@ -86,6 +86,25 @@ def test_epochs_times_minibatches_updates_over_disjoint_minibatches():
     assert float(agent.w.numpy()) != w0
 
 
+def test_repeat_mode_trains_the_same_minibatches_in_batch_order_every_epoch():
+    agent = RecordingAgent(UpdateSchedule(epochs=3, minibatches=4, shuffle=False))
+    _trainer(agent).step(_batch())
+    rows = agent.rows.numpy()[:12, :2]
+    expected = np.arange(B).reshape(4, -1)  # minibatch i holds sequences 2i and 2i + 1
+    for epoch in (rows[:4], rows[4:8], rows[8:]):
+        np.testing.assert_array_equal(epoch, expected)
+
+
+def test_the_on_policy_batch_modes():
+    from seed_rl.agents.policy_gradient.config import PPOConfig
+
+    assert PPOConfig().batch_mode == "shuffle" and PPOConfig(batch_mode="repeat").batch_mode == "repeat"
+    with pytest.raises(ValueError, match="batch_mode=split .* is not offered; shuffle or repeat"):
+        PPOConfig(batch_mode="split")
+    with pytest.raises(ValueError, match="batch_mode must be one of shuffle, repeat"):
+        PPOConfig(batch_mode="bogus")
+
+
 def test_update_counter_continues_across_steps_and_a_resume():
     agent = RecordingAgent(UpdateSchedule(epochs=1, minibatches=2), copy_every=3)
     trainer = _trainer(agent, version=5)  # a resumed run: 5 train steps of 2 updates each are done

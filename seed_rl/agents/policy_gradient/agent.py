@@ -76,7 +76,7 @@ class OnPolicyAgent:
                                  f"is {observation_spec}")
             self.observation_normalizer = AverageMeanStd(int(observation_spec.shape[0]))
         self.network = self._build_network()
-        self.schedule = UpdateSchedule(epochs=c.epochs, minibatches=c.minibatches)
+        self.schedule = UpdateSchedule(epochs=c.epochs, minibatches=c.minibatches, shuffle=c.batch_mode == "shuffle")
         self.act(tf.zeros([1, *action_spec.shape], tf.as_dtype(action_spec.dtype)),
                  zeros_env_output(observation_spec, 1), self.initial_state(1))
 

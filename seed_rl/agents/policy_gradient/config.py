@@ -14,6 +14,7 @@ from seed_rl.config import field
 NETWORKS = ("mlp", "control_mlp", "impala_shallow", "impala_deep", "gfootball")
 POLICY_LOSSES = ("ppo", "awr", "vmpo", "pg", "vtrace")
 ADVANTAGE_ESTIMATORS = ("gae", "vtrace", "nstep")
+BATCH_MODES = ("shuffle", "repeat")
 REWARD_NORMALIZERS = ("none", "popart")
 ACTIVATIONS = ("tanh", "relu", "swish")
 
@@ -57,6 +58,8 @@ class OnPolicyConfig:
     # its split modes are not offered, docs/deviations.md 37).
     epochs: int = field(4, "Passes over each batch (the PPO paper's MuJoCo setting: 10; Atari: 3).")
     minibatches: int = field(4, "Minibatches per pass; batch_size must divide by it.")
+    batch_mode: str = field("shuffle", "shuffle (fresh minibatches of unrolls every epoch; the original's shuffle) or "
+                            "repeat (the same minibatches in the same order every epoch; the original's repeat).")
     # Optimizer.
     learning_rate: float = field(3e-4, "Adam learning rate (mujoco/ppo_main.py: 3e-4).")
     lr_schedule: str = field("constant", "constant, or linear (decay to 0 at the last update).")
@@ -84,6 +87,10 @@ class OnPolicyConfig:
     flip_policy_gradient: bool = field(False, "Testing only: flip the policy-gradient sign.")
 
     def __post_init__(self) -> None:
+        if self.batch_mode in ("split", "split_with_advantage_recomputation"):
+            raise ValueError(f"batch_mode={self.batch_mode} (the original's transition-level minibatches with the "
+                             "advantages computed once per step or epoch) is not offered; shuffle or repeat train "
+                             "minibatches of whole unrolls (docs/deviations.md 37)")
         for name, value, choices in (("network", self.network, NETWORKS),
                                      ("policy_loss", self.policy_loss, POLICY_LOSSES),
                                      ("advantage_estimator", self.advantage_estimator, ADVANTAGE_ESTIMATORS),
@@ -91,7 +98,8 @@ class OnPolicyConfig:
                                      ("activation", self.activation, ACTIVATIONS),
                                      ("continuous_distribution", self.continuous_distribution, ("tanh", "clipped")),
                                      ("std_fn", self.std_fn, ("softplus", "safe_exp")),
-                                     ("lr_schedule", self.lr_schedule, ("constant", "linear"))):
+                                     ("lr_schedule", self.lr_schedule, ("constant", "linear")),
+                                     ("batch_mode", self.batch_mode, BATCH_MODES)):
             if value not in choices:
                 raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
         if self.epochs < 1 or self.minibatches < 1:
