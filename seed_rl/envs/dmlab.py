@@ -230,7 +230,9 @@ def _import_deepmind_lab() -> Any:
 class DmLab(gymnasium.Env):
     """A DeepMind Lab level as a gymnasium env (see the module docstring)."""
 
-    metadata: dict[str, Any] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 60}
+    """``render()`` returns the last observation; Lab runs 60 frames per second (``fps``), one step is
+    ``num_action_repeats`` of them."""
 
     def __init__(self, level: str, num_action_repeats: int = 1, options: DmLabOptions | None = None,
                  action_set=DEFAULT_ACTION_SET, lab_module: Any = None):
@@ -257,6 +259,8 @@ class DmLab(gymnasium.Env):
         except (RuntimeError, ValueError) as e:
             raise ValueError(f"DeepMind Lab cannot open level {self.level!r} (--env_name={level!r}): {e}") from e
         self._shape = (options.height, options.width, 3)
+        self._last = np.zeros(self._shape, np.uint8)
+        self.render_mode: str | None = None
         self.action_space = spaces.Discrete(len(self._action_set))
         self.observation_space = spaces.Box(0, 255, shape=self._shape, dtype=np.uint8)
 
@@ -265,7 +269,12 @@ class DmLab(gymnasium.Env):
         if frame.shape != self._shape:
             raise ValueError(f"DeepMind Lab returned an RGB_INTERLEAVED frame of shape {frame.shape}, expected "
                              f"{self._shape} (width/height options)")
+        self._last = frame
         return frame
+
+    def render(self) -> np.ndarray:  # type: ignore[override]
+        """The last frame the agent saw (``RGB_INTERLEAVED``), for ``seed-rl eval --video``."""
+        return self._last.copy()
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
         super().reset(seed=seed)

@@ -42,6 +42,7 @@ __all__ = [
     "FAMILY",
     "REWARD_EXPERIMENTS",
     "SMM_SIZES",
+    "FootballEnv",
     "FootballOptions",
     "OldGymApi",
     "PackedBitsObservation",
@@ -192,6 +193,47 @@ class OldGymApi(gymnasium.Env):
         self._env.close()
 
 
+SMM_COLORS: tuple[tuple[int, int, int], ...] = ((220, 40, 40), (40, 90, 230), (255, 255, 255), (255, 210, 0))
+"""Colours of the 4 SMM planes in `FootballEnv.render`: left team, right team, ball, active player."""
+
+
+class FootballEnv(OldGymApi):
+    """gfootball's env through `OldGymApi`, with ``render()`` drawing the newest Super Mini Map frame as RGB.
+
+    gfootball renders 3D frames only when created with ``render=True`` (OpenGL, a display); this draws the
+    observation instead, on a dark green pitch, each plane in its colour (`SMM_COLORS`) and scaled ``scale``
+    times, so that ``seed-rl eval --video`` works headless. One env step is 100 ms of game time (10 per second).
+    """
+
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 10}
+
+    def __init__(self, env: Any, seed_fn: Any = None, scale: int = 4):
+        super().__init__(env, seed_fn)
+        self.render_mode: str | None = None
+        self._scale = int(scale)
+        self._last: np.ndarray | None = None
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        observation, info = super().reset(seed=seed, options=options)
+        self._last = np.asarray(observation)
+        return observation, info
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        result = super().step(action)
+        self._last = np.asarray(result[0])
+        return result
+
+    def render(self) -> np.ndarray:  # type: ignore[override]
+        if self._last is None:
+            raise RuntimeError("render() before reset()")
+        planes = self._last[..., -len(SMM_COLORS):] != 0  # the newest of the stacked frames
+        frame = np.zeros(planes.shape[:2] + (3,), np.uint8)
+        frame[...] = (20, 80, 30)
+        for k, color in enumerate(SMM_COLORS):
+            frame[planes[..., k]] = color
+        return np.repeat(np.repeat(frame, self._scale, axis=0), self._scale, axis=1)
+
+
 def _seed_game_engine(env: Any, seed: int) -> None:
     """Sets gfootball's ``game_engine_random_seed`` for the next episode (its config, read at each reset)."""
     config = getattr(getattr(env, "unwrapped", env), "_config", None)
@@ -237,7 +279,7 @@ def create_football_environment(scenario: str, options: FootballOptions | None =
         create_fn = football_env.create_environment
     env = create_fn(env_name=scenario, representation="extracted", stacked=True,
                     rewards=options.reward_experiment, channel_dimensions=SMM_SIZES[options.smm_size])
-    return PackedBitsObservation(OldGymApi(env, seed_fn=_seed_game_engine))
+    return PackedBitsObservation(FootballEnv(env, seed_fn=_seed_game_engine))
 
 
 def score_reward(reward: SupportsFloat, info: Mapping[str, Any]) -> float:

@@ -171,3 +171,21 @@ def test_spaces_rule_matches_the_env(lab):
     config = EnvConfig(family="dmlab", name="rooms_watermaze", options=DmLabOptions(width=40, height=30))
     env = create_environment(config, 0)
     assert get_family("dmlab").spaces(config) == (env.observation_space, env.action_space)
+
+
+def test_video_of_an_episode(lab, tmp_path):
+    pytest.importorskip("moviepy", reason="needs the video extra")
+    from seed_rl.evaluate import record_video
+
+    env = record_video(create_environment(EnvConfig(family="dmlab", name="rooms_watermaze", num_action_repeats=4,
+                                                    options=DmLabOptions(width=32, height=24)), 0),
+                       str(tmp_path), num_action_repeats=4)
+    obs, _ = env.reset()
+    np.testing.assert_array_equal(env.unwrapped.render(), obs)
+    done = False
+    while not done:
+        _, _, terminated, truncated, _ = env.step(8)
+        done = terminated or truncated
+    env.close()
+    videos = list(tmp_path.glob("*.mp4"))
+    assert len(videos) == 1 and videos[0].stat().st_size > 0

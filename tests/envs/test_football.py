@@ -186,6 +186,7 @@ def test_real_scenario_steps():
     assert obs.shape == (72, 96, 1) and obs.dtype == np.uint16
     planes = unpack_bit_planes_numpy(obs)
     assert planes.shape == (72, 96, 16) and planes.any() and not planes.all()
+    assert env.unwrapped.render().shape == (288, 384, 3)  # seed-rl eval --video draws the SMM
     steps, done = 0, False
     while not done and steps < 500:
         obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
@@ -216,3 +217,15 @@ def test_spaces_rule_matches_real_gfootball():
     env = create_environment(config, 0)
     assert get_family("football").spaces(config) == (env.observation_space, env.action_space)
     env.close()
+
+
+def test_render_draws_the_newest_smm_frame():
+    env = create_football_environment("academy_empty_goal_close", create_fn=FakeGFootballEnv)
+    obs, _ = env.reset(seed=0)
+    frame = env.unwrapped.render()
+    assert frame.shape == (72 * 4, 96 * 4, 3) and frame.dtype == np.uint8
+    planes = unpack_bit_planes_numpy(obs)[..., 12:16]  # the newest of the 4 stacked frames
+    y, x = np.argwhere(planes[..., 2] & ~planes[..., 3])[0]  # a ball pixel not under the active player
+    assert tuple(frame[4 * y, 4 * x]) == (255, 255, 255)
+    empty = np.argwhere(~planes.any(-1))[0]
+    assert tuple(frame[4 * empty[0], 4 * empty[1]]) == (20, 80, 30)
