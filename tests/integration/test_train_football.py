@@ -14,6 +14,7 @@ from tests.integration.helpers import train_for_budget, train_to_target
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.timeout(3000),
     pytest.mark.skipif(importlib.util.find_spec("gfootball") is None,
                        reason="gfootball is not installed (bash scripts/install_football.sh, then pip install -e "
                        ".[football])"),
