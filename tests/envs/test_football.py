@@ -31,6 +31,14 @@ def _smm(rng, shape=(72, 96, 16)):
     return (rng.random(shape) < 0.1).astype(np.uint8) * 255
 
 
+def _original_pack(observation):
+    """The original's football/observation.py PackedBitsObservation.observation, as the reference."""
+    data = np.packbits(observation, axis=-1)
+    if data.shape[-1] % 2 == 1:
+        data = np.pad(data, [(0, 0)] * (data.ndim - 1) + [(0, 1)], "constant")
+    return data.view(np.uint16)
+
+
 def test_pack_layout_is_the_originals():
     # The original: np.packbits (plane 0 -> bit 7 of byte 0) and bytes read as little-endian uint16.
     planes = np.zeros((1, 1, 16), np.uint8)
@@ -44,6 +52,7 @@ def test_pack_layout_is_the_originals():
         obs = _smm(rng, (5, 7, channels))
         packed = pack_bit_planes(obs)
         assert packed.dtype == np.uint16 and packed.shape == (5, 7, (channels + 15) // 16)
+        np.testing.assert_array_equal(packed, _original_pack(obs))
         unpacked = unpack_bit_planes_numpy(packed)
         np.testing.assert_array_equal(unpacked[..., :channels], obs != 0)
         assert not unpacked[..., channels:].any()  # the planes past C are zero
