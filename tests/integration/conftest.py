@@ -23,8 +23,10 @@ def cartpole_runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("flipped")
     runs = {}
     for name, flags in (("vtrace_flipped", (*vtrace_test.COMMON, "--flip_policy_gradient")),
-                        ("r2d2_flipped", (*r2d2_test.COMMON, "--flip_reward_sign", "--target_return=0")),
-                        ("r2d2", (*r2d2_test.COMMON, f"--target_return={r2d2_test.THRESHOLD}"))):
+                        ("r2d2_flipped", (*r2d2_test.COMMON, f"--total_environment_frames={r2d2_test.FLIPPED_BUDGET}",
+                                          "--flip_reward_sign", "--target_return=0")),
+                        ("r2d2", (*r2d2_test.COMMON, f"--total_environment_frames={r2d2_test.BUDGET}",
+                                  f"--target_return={r2d2_test.THRESHOLD}"))):
         logdir = str(root / name)
         runs[name] = (logdir, TrainProcess(logdir, *flags))
     yield runs

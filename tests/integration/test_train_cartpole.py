@@ -1,6 +1,6 @@
 """End to end, real processes over loopback gRPC: V-trace learns CartPole-v1; a sign-flipped learner does not.
 
-The flipped run gets 250K frames, the learning run up to 600K (it stops at the target). Random play on CartPole averages about 22; the threshold (a mean of 400 over
+The flipped run gets 150K frames, the learning run up to 600K (it stops at the target). Random play on CartPole averages about 22; the threshold (a mean of 400 over
 20 consecutive episodes) is far above anything a learner with the policy gradient flipped reaches.
 """
 
@@ -11,8 +11,8 @@ import sys
 
 from tests.integration.helpers import TrainProcess, best_rolling_mean, episodes, first_frames_reaching
 
-BUDGET = 250_000  # env frames of the flipped run (400K until the device tests needed the CI time; its best
-# window of 20 was about 24 either way). Learning runs reached 400 after 50k-290k frames.
+BUDGET = 150_000  # env frames of the flipped run (400K until the device tests needed the CI time, then 250K
+# until the Football/DMLab tests did; its best window of 20 was about 24 at each). Learning runs reached 400 after 50k-290k frames.
 LEARN_BUDGET = 600_000  # the learning run's budget (the issue allows 1M): it stops at the target, so a larger
 # budget costs time only when it fails. A run on a loaded machine peaked at 314 within 400K.
 THRESHOLD = 400.0
