@@ -123,7 +123,7 @@ def report(args) -> Optional[str]:
     if not episodes:
         print(f"atari_learning: no episodes in {args.logdir}", flush=True)
         return None
-    stem = f"{args.env}_{args.game}_{args.agent}"
+    stem = f"{args.env}_{args.game}_{args.agent}" + (f"_{args.tag}" if args.tag else "")
     os.makedirs(RESULTS_DIR, exist_ok=True)
     frames = np.array([e.env_frames for e in episodes])
     scores = np.array([e.raw_return for e in episodes])
@@ -158,7 +158,8 @@ def report(args) -> Optional[str]:
                         or k in (
                 "network", "lstm_size", "optimizer", "learning_rate", "lr_schedule", "entropy_cost",
                 "max_abs_reward", "discounting", "use_reward_and_action", "burn_in", "initializer", "clip_norm",
-                "replay_buffer_size", "replay_ratio", "n_steps", "torso", "stack_size")))
+                "replay_buffer_size", "replay_ratio", "n_steps", "torso", "stack_size", "batch_mode", "epochs",
+                "minibatches", "policy_loss")))
     rows = [
         ("env frames", f"{last_frames:,d}"),
         ("training hours", f"{total_hours:.2f} ({len(sessions)} session(s))"),
@@ -173,7 +174,10 @@ def report(args) -> Optional[str]:
     body = (
         f"Run on {_common.now_string()}: `python benchmarks/atari_learning.py "
         f"{'' if args.env == 'atari' else '--env=' + args.env + ' '}--game={args.game} "
-        f"--agent={args.agent} --hours={args.hours}{' -- ' + ' '.join(args.extra) if args.extra else ''}` "
+        f"--agent={args.agent} --hours={args.hours}"
+        f"{' --preset=' + args.preset if args.preset_given else ''}{' --tag=' + args.tag if args.tag else ''}"
+        f"{' --total_frames=' + str(args.total_frames) if args.total_frames != 10**10 else ''}"
+        f"{' -- ' + ' '.join(args.extra) if args.extra else ''}` "
         f"(preset `{args.preset}`, run directory `{args.logdir}`); "
         f"{_common.versions()}; {_common.cpu_model()}.\n\n"
         + _common.markdown_table(["", ""], rows) + "\n\n"
@@ -183,9 +187,10 @@ def report(args) -> Optional[str]:
     )
     if not args.no_write:
         key = "atari_learning" if args.env == "atari" else f"{args.env}_learning"
-        _common.update_results(f"{key}_{args.game}_{args.agent}",
+        tag = f"_{args.tag}" if args.tag else ""
+        _common.update_results(f"{key}_{args.game}_{args.agent}{tag}",
                                f"{args.env.capitalize() if args.env != 'atari' else 'Atari'} learning: {args.game}, "
-                               f"{args.agent}", body)
+                               f"{args.agent}{', ' + args.tag if args.tag else ''}", body)
     print(body, flush=True)
     return body
 
@@ -230,12 +235,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--total_frames", type=int, default=10**10, help="frame budget passed to seed-rl train")
     parser.add_argument("--report_only", action="store_true", help="write the CSV, PNG and RESULTS.md section")
     parser.add_argument("--no_write", action="store_true", help="leave RESULTS.md alone")
+    parser.add_argument("--tag", default="", help="a name for this run's variant (its results, its run directory)")
     args = parser.parse_args(argv)
     args.extra = extra
+    args.preset_given = args.preset is not None
     args.preset = args.preset or f"{args.env}_{args.agent}_fast"
     if args.logdir is None:
         args.logdir = (os.path.join("runs", "atari_learning", f"{args.game}_{args.agent}") if args.env == "atari"
                        else os.path.join("runs", "learning", f"{args.env}_{args.game}_{args.agent}"))
+        if args.tag:
+            args.logdir += f"_{args.tag}"
     rc = 0
     if not args.report_only:
         rc = train(args, extra)

@@ -14,7 +14,7 @@ Conventions (from the original SEED RL, see docs/architecture.md):
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Mapping, NamedTuple, Optional, Protocol, Union
+from typing import Any, Callable, Mapping, NamedTuple, Optional, Protocol, Union, runtime_checkable
 
 import numpy as np
 
@@ -28,7 +28,9 @@ __all__ = [
     "ObservationSpec",
     "QueueFeed",
     "ReplayFeed",
+    "SPLIT_MODES",
     "StepBatch",
+    "TransitionAgent",
     "Unroll",
     "UpdateSchedule",
     "spec_of",
@@ -203,6 +205,9 @@ Feed = Union[QueueFeed, ReplayFeed]
 """How an agent is fed: the learner builds a queue source or a replay source from it, and reads nothing else."""
 
 
+SPLIT_MODES = ("none", "once", "every_epoch")
+
+
 @dataclasses.dataclass(frozen=True)
 class UpdateSchedule:
     """Optimizer updates per training batch: ``epochs`` passes, each over ``minibatches`` disjoint minibatches
@@ -214,10 +219,20 @@ class UpdateSchedule:
     shuffle: bool = True
     """False: the same minibatches (consecutive sequences in batch order) in the same order every epoch, the
     original's ``batch_mode=repeat``; True: a fresh permutation per epoch (its ``shuffle``)."""
+    split: str = "none"
+    """``none``: minibatches of whole sequences, each trained by the agent's ``loss``. Otherwise minibatches of
+    single transitions (a :class:`TransitionAgent`): the agent's ``prepare_transitions`` runs over the whole batch
+    once per training step (``once``, the original's ``batch_mode=split``) or at the start of every epoch
+    (``every_epoch``, its ``split_with_advantage_recomputation``), and its ``transition_loss`` trains minibatches
+    of the batch's ``T * B`` transitions, freshly shuffled every epoch."""
 
     def __post_init__(self) -> None:
         if self.epochs < 1 or self.minibatches < 1:
             raise ValueError(f"epochs and minibatches must be >= 1, got {self.epochs} and {self.minibatches}")
+        if self.split not in SPLIT_MODES:
+            raise ValueError(f"split must be one of {', '.join(SPLIT_MODES)}, got {self.split!r}")
+        if self.split != "none" and not self.shuffle:
+            raise ValueError("a split schedule shuffles its transitions every epoch (shuffle=True)")
 
     @property
     def updates_per_batch(self) -> int:
@@ -293,3 +308,20 @@ class Agent(Protocol):
 
     def make_optimizer(self, total_updates: int) -> Any:
         """The Keras optimizer with the agent's learning-rate schedule over ``total_updates`` optimizer updates."""
+
+
+@runtime_checkable
+class TransitionAgent(Protocol):
+    """What an agent whose ``schedule.split`` is not ``none`` adds to :class:`Agent`: training on minibatches of
+    single transitions with per-step quantities (advantages, value targets) computed over the whole batch first.
+    Only feed-forward agents can: a transition carries no recurrent state. The trainer refuses a split schedule of
+    an agent without these methods."""
+
+    def prepare_transitions(self, unroll: Unroll) -> Any:
+        """Per-transition data of a time-major batch ``[T + 1, B]``: a nest of ``[T, B, ...]`` tensors, one entry
+        per transition (its inputs and what the agent computes once over the whole batch). Its gradients are not
+        taken; it may update statistics (PopArt's)."""
+
+    def transition_loss(self, transitions: Any) -> LossResult:
+        """The loss of a minibatch of transitions: ``prepare_transitions``' nest with ``[T, B]`` flattened to
+        ``[N]`` and a subset of the rows taken; a mean over the transitions."""

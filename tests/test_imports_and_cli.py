@@ -148,3 +148,18 @@ def test_a_replay_that_does_not_fit_is_refused_with_a_clear_message(tmp_path):
     res = _cli("learner", "--preset=atari_r2d2_gcp", f"--logdir={tmp_path}", "--server_address=127.0.0.1:0")
     assert res.returncode == 2, res.stderr[-2000:]
     assert "replay" in res.stderr and "GiB" in res.stderr
+
+
+def test_split_batch_modes_that_cannot_work_are_clear_errors(tmp_path):
+    # Transitions that do not divide into the minibatches (the learner's check), and a recurrent network in a mode
+    # that trains single transitions (the config's).
+    res = _cli("learner", "--env=classic", "--env_name=CartPole-v1", "--agent=ppo", "--batch_mode=split",
+               "--batch_size=3", "--unroll_length=5", "--minibatches=4", f"--logdir={tmp_path / 'a'}",
+               "--server_address=127.0.0.1:0")
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert "15 transitions do not split into the agent's 4 minibatches" in res.stderr
+    res = _cli("learner", "--env=classic", "--env_name=CartPole-v1", "--agent=ppo", "--lstm_size=8",
+               "--batch_mode=split_with_advantage_recomputation", f"--logdir={tmp_path / 'b'}",
+               "--server_address=127.0.0.1:0")
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert "carry no recurrent state: lstm_size=8 needs batch_mode=shuffle or repeat" in res.stderr

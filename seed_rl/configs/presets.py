@@ -236,6 +236,20 @@ def classic_sac() -> Config:
     )
 
 
+def classic_sac_lstm() -> Config:
+    """SAC with the original's recurrent actor-critic (``ActorCriticLSTM``: per head a pre-MLP, an LSTM reset at
+    episode starts, a parallel feed-forward MLP and a post-MLP, all 64 wide) on Pendulum-v1, classic_sac's
+    settings otherwise. Unrolls of 4 steps from the stored first state (no burn-in, as the original); batch 32
+    unrolls (128 transitions, as classic_sac's batch), one unroll inserted per update (replay ratio 32). The
+    original ships the network but no preset that uses it."""
+    config = classic_sac()
+    return dataclasses.replace(
+        config, run=dataclasses.replace(config.run, unroll_length=4, batch_size=32),
+        agent=dataclasses.replace(config.agent, network="lstm", lstm_sizes=(64,), pre_mlp_sizes=(64,),
+                                  post_mlp_sizes=(64,), ff_mlp_sizes=(64,), replay_ratio=32.0,
+                                  replay_buffer_size=25_000, replay_buffer_min_size=250))
+
+
 def mujoco_sac() -> Config:
     """SAC on MuJoCo (HalfCheetah-v5) with the original's learner flags and main file: batch 256 unrolls of one
     step, uniform replay of 1M unrolls replayed 4 times each, Polyak 0.9 every update, discount 0.99, entropy
@@ -272,15 +286,16 @@ def _mujoco_on_policy(agent_name: str, config_class) -> Config:
     return Config(
         env=EnvConfig(family="mujoco", name="HalfCheetah-v5", num_action_repeats=1),
         # 8 actors x 32 envs, unroll 16 (the inference batch is the resolved default, 128: the original sent all
-        # 256 envs in one batch); a step of 2048 transitions (128 unrolls) in
-        # minibatches of 64 transitions (4 unrolls: 32 minibatches), 10 epochs, 2M frames.
+        # 256 envs in one batch); a step of 2048 transitions (128 unrolls), advantages computed once over them,
+        # then 10 epochs of 32 shuffled minibatches of 64 single transitions (the original's default batch_mode
+        # split), 2M frames.
         run=RunConfig(num_actors=8, env_batch_size=32, unroll_length=16,
                       batch_size=128, total_environment_frames=2_000_000, save_checkpoint_secs=600.0),
         agent_name=agent_name,
         agent=config_class(
             network="control_mlp", mlp_sizes=(64, 64), activation="tanh", std_independent_of_input=True,
             normalize_observations=True, observation_clipping=10.0, reward_normalizer="popart",
-            entropy_cost=0.0, discounting=0.99, lambda_=0.95, epochs=10, minibatches=32,
+            entropy_cost=0.0, discounting=0.99, lambda_=0.95, epochs=10, minibatches=32, batch_mode="split",
             learning_rate=3e-4, lr_schedule="linear", clip_norm=0.5, std_fn="safe_exp", min_std=1e-3,
             std_for_zero_param=1.0, continuous_distribution="tanh", baseline_cost=1.0),
     )
@@ -291,8 +306,8 @@ def mujoco_ppo() -> Config:
     mujoco/gin/ppo.gin: clip 0.2, GAE 0.95, discount 0.99, PopArt (AverageMeanStd, no compensation), no entropy
     bonus, policy and value MLPs 2 x 64 tanh with orthogonal init and a state-independent std (safe_exp, min 1e-3),
     observation normalisation clipped at 10, Adam 3e-4 decayed linearly to 0, clip norm 0.5, value cost 1 (the
-    original's default), 10 epochs of 32 minibatches over 2048 transitions. Its batch mode ``split`` shuffles
-    single transitions; here minibatches are of 4 unrolls of 16 (docs/deviations.md)."""
+    original's default), 10 epochs of 32 minibatches of 64 transitions over 2048 transitions, with the original's
+    default batch mode ``split`` (the advantages computed once per step, then shuffled single transitions)."""
     return _mujoco_on_policy("ppo", PPOConfig)
 
 

@@ -107,10 +107,18 @@ class Learner:
                                                       num_eval_envs=run.num_eval_envs)
         self.feed = self.agent.feed
         schedule = self.agent.schedule
-        if run.batch_size % schedule.minibatches:
-            raise ValueError(f"batch_size={run.batch_size} does not split into the agent's {schedule.minibatches} "
-                             "minibatches")
-        self.devices.check_batch(run.batch_size, schedule.minibatches)
+        if schedule.split != "none":  # minibatches of the batch's transitions
+            transitions = run.batch_size * run.unroll_length
+            if transitions % (schedule.minibatches * self.devices.num_replicas):
+                raise ValueError(
+                    f"batch_size x unroll_length = {transitions} transitions do not split into the agent's "
+                    f"{schedule.minibatches} minibatches over {self.devices.num_replicas} replica(s)")
+            self.devices.check_batch(run.batch_size)
+        else:
+            if run.batch_size % schedule.minibatches:
+                raise ValueError(f"batch_size={run.batch_size} does not split into the agent's "
+                                 f"{schedule.minibatches} minibatches")
+            self.devices.check_batch(run.batch_size, schedule.minibatches)
         self.frames_per_train_step = frames_per_train_step(self.feed, run.batch_size, run.unroll_length,
                                                            config.env.num_action_repeats)
         self.policy_version = tf.Variable(0, dtype=tf.int64, trainable=False, name="train_steps")

@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from seed_rl.ops.unrolls import time_major
-from seed_rl.types import Agent, ArraySpec, Feed, ReplayFeed, Unroll, UpdateSchedule
+from seed_rl.types import Agent, ArraySpec, Feed, ReplayFeed, TransitionAgent, Unroll, UpdateSchedule
 
 if TYPE_CHECKING:
     from seed_rl.learner.devices import DeviceLayer
@@ -191,6 +191,11 @@ class Trainer:
     update number ``k`` (counted over the run: ``policy_version * updates_per_batch + i + 1``) the agent's
     ``update_targets(k)`` runs inside the compiled update.
 
+    A split schedule (``schedule.split`` ``once`` or ``every_epoch``, a :class:`~seed_rl.types.TransitionAgent`)
+    trains single transitions instead: the agent's ``prepare_transitions`` runs over the whole batch (once, or at
+    the start of every epoch), its ``[T, B]`` leading axes are flattened to ``T * B`` transitions, and every epoch
+    draws a fresh permutation of them into ``schedule.minibatches`` minibatches for ``transition_loss``.
+
     Metrics: the agent's, averaged over the batch's updates, plus ``learner/grad_norm`` (mean),
     ``learner/policy_lag`` (train steps between the acting weights and the weights before this batch) and
     ``learner/target_updated`` (1 if any update of the batch changed a target network).
@@ -204,6 +209,13 @@ class Trainer:
         self.schedule = schedule or agent.schedule
         self.seed = seed
         self.devices = devices
+        self._split = self.schedule.split != "none"
+        if self._split:
+            if not isinstance(agent, TransitionAgent):
+                raise ValueError(f"the schedule trains single transitions (split={self.schedule.split}) but the agent "
+                                 f"{type(agent).__name__} has no prepare_transitions / transition_loss")
+            if isinstance(agent.feed, ReplayFeed):
+                raise ValueError("a split schedule is for queue-fed (on-policy) agents, not replay")
         jit = bool(devices is not None and devices.jit_compile)
         # XLA compiles the loss and its gradients (fixed shapes); the optimizer update, the all-reduce and the
         # target hook stay outside (their control flow and cross-replica ops are not XLA's).
@@ -214,9 +226,11 @@ class Trainer:
                 self.optimizer.build(agent.trainable_variables)
             self._clip = _take_clipping(optimizer)
             self._compiled = tf.function(self._distributed_update, reduce_retracing=True)
+            self._prepare = tf.function(self._distributed_prepare, reduce_retracing=True)
         else:
             self.optimizer.build(agent.trainable_variables)
             self._compiled = tf.function(self._update, reduce_retracing=True)
+            self._prepare = tf.function(self._prepare_transitions, reduce_retracing=True)
 
     def learning_rate(self) -> float:
         lr = self.optimizer.learning_rate
@@ -224,6 +238,8 @@ class Trainer:
 
     def step(self, batch, weights=None) -> TrainStepResult:
         """One training step on a batch-major batch [B, T + 1, ...] (numpy or tensors); ``weights`` [B] or None."""
+        if self._split:
+            return self._split_step(batch)
         updates = self.schedule.updates_per_batch
         version = int(self.policy_version.numpy())
         first_update = version * updates
@@ -254,33 +270,77 @@ class Trainer:
                         priorities = np.zeros([size], np.float64)
                     priorities[part] = np.asarray(new)
         self.policy_version.assign_add(1)
-        combined = {name: tf.reduce_mean(tf.stack([m[name] for m in collected])) for name in collected[0]}
-        combined["learner/target_updated"] = tf.reduce_max(
-            tf.stack([m["learner/target_updated"] for m in collected]))
-        return TrainStepResult(combined, priorities)
+        return TrainStepResult(_combine(collected), priorities)
+
+    def _split_step(self, batch) -> TrainStepResult:
+        """A training step of a split schedule: minibatches of the batch's transitions (the class docstring)."""
+        version = int(self.policy_version.numpy())
+        k = version * self.schedule.updates_per_batch
+        batch = tf.nest.map_structure(np.asarray, batch)
+        versions = np.asarray(batch.policy_version)[:, :-1].T.reshape(-1)  # [T * B], the transitions' order
+        count, minibatches = versions.size, self.schedule.minibatches
+        if count % minibatches:
+            raise ValueError(f"a batch of {count} transitions does not split into {minibatches} equal minibatches")
+        rng = np.random.default_rng((self.seed, version))
+        collected: List[Dict[str, Any]] = []
+        transitions = None
+        for _ in range(self.schedule.epochs):
+            if transitions is None or self.schedule.split == "every_epoch":
+                prepared = self._prepare(batch)
+                transitions = tf.nest.map_structure(
+                    lambda t: np.asarray(t).reshape((count, *t.shape[2:])), prepared)
+            for part in np.split(rng.permutation(count), minibatches):
+                k += 1
+                mini = (tf.nest.map_structure(lambda x, idx=part: x[idx], transitions), versions[part])
+                metrics, _ = self._call(mini, None, k)
+                collected.append(metrics)
+        self.policy_version.assign_add(1)
+        return TrainStepResult(_combine(collected), None)
+
+    def _prepare_transitions(self, batch):
+        return self.agent.prepare_transitions(time_major(batch))  # type: ignore[attr-defined]
+
+    def _distributed_prepare(self, batch):
+        """``prepare_transitions`` on every replica's slice of the batch's sequences, concatenated on the batch
+        axis (the transitions of one sequence never depend on another's)."""
+        devices = self.devices
+        assert devices is not None
+        per_replica = devices.run(self._prepare_transitions, (devices.split(batch),))
+        return tf.nest.map_structure(lambda v: tf.concat(devices.local_results(v), axis=1), per_replica)
 
     def _call(self, batch, weights, update: int):
         if self.devices is not None and self._clip is not None:  # distributed: each replica gets its slice
             batch, weights = self.devices.split(batch), self.devices.split(weights)
         return self._compiled(batch, weights, tf.constant(update, tf.int64))
 
-    def _gradients(self, unroll, weights, scale):
+    def _gradients(self, inputs, weights, scale):
         variables = self.agent.trainable_variables
         with tf.GradientTape() as tape:
-            result = self.agent.loss(unroll, weights)
+            if self._split:
+                result = self.agent.transition_loss(inputs)  # type: ignore[attr-defined]
+            else:
+                result = self.agent.loss(inputs, weights)
             loss = result.loss if scale is None else result.loss * scale
         return result, tape.gradient(loss, variables)
 
-    def _update(self, batch, weights, update):
+    def _inputs(self, batch):
+        """(what the loss takes, the policy versions of its data): a time-major unroll, or a split schedule's
+        (transitions, versions [N])."""
+        if self._split:
+            return batch
         unroll = time_major(batch)
+        return unroll, unroll.policy_version
+
+    def _update(self, batch, weights, update):
+        inputs, data_versions = self._inputs(batch)
         variables = self.agent.trainable_variables
-        result, grads = self._loss_and_grads(unroll, weights, None)
+        result, grads = self._loss_and_grads(inputs, weights, None)
         metrics = dict(result.metrics)
         metrics["learner/grad_norm"] = tf.linalg.global_norm([g for g in grads if g is not None])
         self.optimizer.apply_gradients(
             [(g, v) for g, v in zip(grads, variables) if g is not None])
         version = tf.cast(self.policy_version, tf.float32)
-        metrics["learner/policy_lag"] = version - tf.reduce_mean(tf.cast(unroll.policy_version, tf.float32))
+        metrics["learner/policy_lag"] = version - tf.reduce_mean(tf.cast(data_versions, tf.float32))
         metrics["learner/target_updated"] = tf.cast(self.agent.update_targets(update), tf.float32)
         return metrics, result.priorities
 
@@ -303,8 +363,8 @@ class Trainer:
         variables = self.agent.trainable_variables
 
         def replica_step(batch, weights):
-            unroll = time_major(batch)
-            result, grads = self._loss_and_grads(unroll, weights, tf.constant(1.0 / replicas))
+            inputs, data_versions = self._inputs(batch)
+            result, grads = self._loss_and_grads(inputs, weights, tf.constant(1.0 / replicas))
             present = [(g, v) for g, v in zip(grads, variables) if g is not None]
             context = tf.distribute.get_replica_context()
             mean = context.all_reduce(tf.distribute.ReduceOp.SUM, [g for g, _ in present])
@@ -313,7 +373,7 @@ class Trainer:
             clipped = self._clip(mean)
             self.optimizer.apply_gradients([(g / replicas, v) for g, (_, v) in zip(clipped, present)])
             version = tf.cast(self.policy_version, tf.float32)
-            metrics["learner/policy_lag"] = version - tf.reduce_mean(tf.cast(unroll.policy_version, tf.float32))
+            metrics["learner/policy_lag"] = version - tf.reduce_mean(tf.cast(data_versions, tf.float32))
             return metrics, result.priorities
 
         metrics, priorities = devices.run(replica_step, (batch, weights))
@@ -322,6 +382,13 @@ class Trainer:
             priorities = tf.concat(devices.local_results(priorities), axis=0)
         metrics["learner/target_updated"] = tf.cast(self.agent.update_targets(update), tf.float32)
         return metrics, priorities
+
+
+def _combine(collected: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The metrics of a batch's updates as one set: means, and whether any update changed a target."""
+    combined = {name: tf.reduce_mean(tf.stack([m[name] for m in collected])) for name in collected[0]}
+    combined["learner/target_updated"] = tf.reduce_max(tf.stack([m["learner/target_updated"] for m in collected]))
+    return combined
 
 
 def _take_clipping(optimizer) -> Callable[[list], list]:

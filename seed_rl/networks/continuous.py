@@ -1,9 +1,13 @@
-"""Networks for continuous control: SAC's MLP actor-critic (the original's ``agents/sac/networks.py``
-``ActorCriticMLP``) and the on-policy family's policy-and-value MLPs (the original's
+"""Networks for continuous control: SAC's MLP and LSTM actor-critics (the original's ``agents/sac/networks.py``
+``ActorCriticMLP`` and ``ActorCriticLSTM``) and the on-policy family's policy-and-value MLPs (the original's
 ``agents/policy_gradient/modules/continuous_control_agent.py`` ``ContinuousControlAgent``).
 
-Observations are vectors ``[..., D]`` (any leading dimensions: ``[B]`` at inference, ``[T, B]`` in a loss); the
-networks are feed-forward, so their recurrent state is ``()``.
+Observations are vectors ``[..., D]`` (any leading dimensions: ``[B]`` at inference, ``[T, B]`` in a loss). The
+MLP networks are feed-forward (recurrent state ``()``); ``SACLSTMNetwork`` carries one LSTM state per head.
+
+SAC's networks share one interface, which its loss uses: ``features(prev_actions, env_outputs, state)`` over
+time-major ``[T, B]`` inputs gives ``(features, final state)``, a nest with leading ``[T, B]`` (sliced over time
+by the loss), and ``action_params(features)``, ``value(features)``, ``q_values(features, action)`` read it.
 """
 
 from __future__ import annotations
@@ -15,9 +19,10 @@ import keras
 import tensorflow as tf
 
 from seed_rl.networks.actor_critic import ActorCriticOutput
+from seed_rl.networks.recurrent import ResettingLSTM
 from seed_rl.types import EnvOutput
 
-__all__ = ["MLP", "ContinuousControlNetwork", "SACNetwork"]
+__all__ = ["MLP", "ContinuousControlNetwork", "SACLSTMNetwork", "SACNetwork"]
 
 
 class MLP(keras.layers.Layer):
@@ -71,6 +76,11 @@ class SACNetwork(keras.Model):
         del batch_size
         return ()
 
+    def features(self, prev_actions, env_outputs: EnvOutput, state):
+        """The observations (feed-forward: nothing else is needed), state ``()``."""
+        del prev_actions
+        return _vector(env_outputs.observation), state
+
     def action_params(self, observation) -> tf.Tensor:
         return self.actor(_vector(observation))
 
@@ -83,6 +93,119 @@ class SACNetwork(keras.Model):
 
     def call(self, observation):
         return self.action_params(observation)
+
+
+def _mlp(sizes: Sequence[int], activation: str, name: str) -> keras.Sequential:
+    """The original's ``create_mlp``: Dense layers of ``sizes``, the hidden ones with ``activation``, the last one
+    linear."""
+    sizes = [int(n) for n in sizes]
+    return keras.Sequential([keras.layers.Dense(n, activation=activation if i < len(sizes) - 1 else None)
+                             for i, n in enumerate(sizes)], name=name)
+
+
+class _RecurrentBranch(keras.layers.Layer):
+    """The original's ``LSTMwithFeedForwardBranch`` (arXiv 1710.06537): ``pre-MLP -> stacked LSTM`` on the
+    recurrent input (resetting where ``done``), a parallel feed-forward MLP on the feed-forward input, and a
+    post-MLP on both outputs concatenated (its last layer: the head's output)."""
+
+    def __init__(self, lstm_sizes, pre_sizes, post_sizes, ff_sizes, activation: str, **kwargs):
+        super().__init__(**kwargs)
+        self.pre = _mlp(pre_sizes, activation, "pre_mlp")
+        self.cores = [ResettingLSTM(int(n), name=f"lstm_{i}") for i, n in enumerate(lstm_sizes)]
+        self.ff = _mlp(ff_sizes, activation, "ff_mlp")
+        self.post = _mlp(post_sizes, activation, "post_mlp")
+
+    def initial_state(self, batch_size):
+        return tuple(core.initial_state(batch_size) for core in self.cores)
+
+    def core(self, recurrent_input, done, state):
+        """[T, B, F], [T, B], the state -> (LSTM outputs [T, B, H], final state)."""
+        x = self.pre(recurrent_input)
+        final = []
+        for core, core_state in zip(self.cores, state):
+            x, new_state = core(x, done, core_state)
+            final.append(new_state)
+        return x, tuple(final)
+
+    def head(self, core_output, ff_input):
+        return self.post(tf.concat([self.ff(ff_input), core_output], axis=-1))
+
+
+class SACLSTMNetwork(keras.Model):
+    """SAC's recurrent actor-critic (the original's ``ActorCriticLSTM``): the policy, V and each of the
+    ``num_critics`` Q-functions are each a :class:`_RecurrentBranch` with its own LSTM state. Every branch's
+    recurrent input is the observation and the previous action; the feed-forward input is the observation (the
+    policy, V) or the observation and the action being valued (Q). The state is the tuple of the branches' states
+    (policy, V, Q_1, ...), each a tuple of ``(h, c)`` per LSTM layer; acting advances all of them.
+
+    ``features`` runs the branches' LSTMs once over a sequence; the heads then read them, so a Q-function is
+    evaluated at several actions without re-running its LSTM (the original re-ran it per call)."""
+
+    def __init__(self, observation_size: int, action_size: int, param_size: int, num_critics: int = 2,
+                 lstm_sizes: Sequence[int] = (256,), pre_mlp_sizes: Sequence[int] = (256,),
+                 post_mlp_sizes: Sequence[int] = (256,), ff_mlp_sizes: Sequence[int] = (256,),
+                 activation: str = "relu", **kwargs):
+        super().__init__(**{"dtype": "float32", **kwargs})
+        if num_critics < 1:
+            raise ValueError(f"num_critics must be >= 1, got {num_critics}")
+        if not lstm_sizes or not pre_mlp_sizes or not ff_mlp_sizes:
+            raise ValueError("the SAC LSTM network needs at least one LSTM layer, one pre-MLP layer and one "
+                             f"feed-forward layer; got lstm_sizes={tuple(lstm_sizes)}, pre_mlp_sizes="
+                             f"{tuple(pre_mlp_sizes)}, ff_mlp_sizes={tuple(ff_mlp_sizes)}")
+        self.observation_size = int(observation_size)
+        self.action_size = int(action_size)
+
+        def branch(output_size, name):
+            return _RecurrentBranch(lstm_sizes, pre_mlp_sizes, [*post_mlp_sizes, output_size], ff_mlp_sizes,
+                                    activation, name=name)
+
+        self.actor = branch(param_size, "actor")
+        self.value_net = branch(1, "value")
+        self.critics = [branch(1, f"critic_{i}") for i in range(num_critics)]
+        self.branches = [self.actor, self.value_net, *self.critics]
+        # Build every variable now (checkpoints and the target copy need them to exist).
+        env = EnvOutput(reward=tf.zeros([1, 1]), done=tf.zeros([1, 1], tf.bool),
+                        observation=tf.zeros([1, 1, self.observation_size]), abandoned=tf.zeros([1, 1], tf.bool),
+                        episode_step=tf.zeros([1, 1], tf.int32))
+        features, _ = self.features(tf.zeros([1, 1, self.action_size]), env, self.initial_state(1))
+        self.action_params(features)
+        self.value(features)
+        self.q_values(features, tf.zeros([1, 1, self.action_size]))
+
+    def initial_state(self, batch_size):
+        return tuple(b.initial_state(batch_size) for b in self.branches)
+
+    def features(self, prev_actions, env_outputs: EnvOutput, state):
+        """Time-major ``[T, B]`` inputs from ``state`` -> ``((observations, core outputs per branch), final
+        state)``; the state is reset to zeros before every step whose ``done`` is true."""
+        obs = _vector(env_outputs.observation)
+        prev = tf.cast(prev_actions, tf.float32)
+        if prev.shape.rank < obs.shape.rank:
+            prev = prev[..., None]
+        recurrent_input = tf.concat([obs, prev], axis=-1)
+        done = tf.cast(env_outputs.done, tf.bool)
+        outputs, final = [], []
+        for b, branch_state in zip(self.branches, state):
+            out, new_state = b.core(recurrent_input, done, branch_state)
+            outputs.append(out)
+            final.append(new_state)
+        return (obs, tuple(outputs)), tuple(final)
+
+    def action_params(self, features) -> tf.Tensor:
+        obs, cores = features
+        return self.actor.head(cores[0], obs)
+
+    def value(self, features) -> tf.Tensor:
+        obs, cores = features
+        return tf.squeeze(self.value_net.head(cores[1], obs), -1)
+
+    def q_values(self, features, action) -> tf.Tensor:
+        obs, cores = features
+        x = tf.concat([obs, tf.cast(action, tf.float32)], axis=-1)
+        return tf.concat([critic.head(core, x) for critic, core in zip(self.critics, cores[2:])], axis=-1)
+
+    def call(self, features):
+        return self.action_params(features)
 
 
 class ContinuousControlNetwork(keras.Model):

@@ -5,7 +5,7 @@ For V-trace and R2D2 it trains the same agent on the same batches once on one de
 ``--strategy=mirrored`` over the 2 devices, and writes to OUT.json what ``test_devices.py`` checks: the largest
 weight, target-network and priority differences, the metrics of both, whether every mirrored variable's two copies
 are equal, the checkpoint written under one strategy restored under the other, XLA against no XLA, the inference
-step on the second device, and the errors of a batch that does not split.
+step on the second device, the errors of a batch that does not split, and PPO's split batch mode.
 """
 
 from __future__ import annotations
@@ -208,10 +208,39 @@ def probe_normalization() -> dict:
             "copies_equal": _replica_copies_equal([average.mean, average.summed_variance, ema.first_moment])}
 
 
+def probe_split() -> dict:
+    """PPO with batch_mode=split (advantages over the whole batch, minibatches of transitions): two steps on one
+    device and on two, from the same weights and batches."""
+    import dataclasses
+
+    from seed_rl import agents as agents_lib
+    from seed_rl.configs import get_preset
+
+    obs_spec, act_spec, _ = contract.SPECS["vector"]
+    config = dataclasses.replace(get_preset("classic_ppo").agent, batch_mode="split", epochs=2, minibatches=2)
+    keras.utils.set_random_seed(3)
+    weights = {"initial": _values(agents_lib.make_agent("ppo", config, obs_spec, act_spec).trainable_variables)}
+    for strategy in ("auto", "mirrored"):
+        layer = devices_lib.DeviceLayer(strategy)
+        with layer.scope():
+            keras.utils.set_random_seed(3)
+            agent = agents_lib.make_agent("ppo", config, obs_spec, act_spec)
+            optimizer = agent.make_optimizer(100)
+        trainer = Trainer(agent, optimizer, tf.Variable(0, dtype=tf.int64), seed=0, devices=layer)
+        rng = np.random.default_rng(7)
+        for _ in range(2):
+            unroll = contract._random_unroll(agent, "vector", rng, batch_major=True, batch=BATCH)
+            trainer.step(tf.nest.map_structure(lambda t: t.numpy(), unroll))
+        weights[strategy] = _values(agent.trainable_variables)
+    return {"weight_diff": _max_diff(weights["auto"], weights["mirrored"]),
+            "weight_change": _max_diff(weights["initial"], weights["auto"])}
+
+
 def main(path: str) -> None:
     report = {f"{name}-{kind}": probe_case(name, kind) for name, kind in CASES}
     report["errors"] = probe_errors()
     report["normalization"] = probe_normalization()
+    report["split"] = probe_split()
     with open(path, "w") as f:
         json.dump(report, f, indent=1)
 

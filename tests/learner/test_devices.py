@@ -154,3 +154,9 @@ def test_virtual_cpu_devices_after_tensorflow_started():
     devices_lib.configure_virtual_cpu_devices(have)  # what it already has: nothing to do
     with pytest.raises(devices_lib.DeviceError, match="set the flag on a fresh learner process"):
         devices_lib.configure_virtual_cpu_devices(have + 1)
+
+
+def test_the_split_batch_mode_under_mirrored_is_the_single_device_update(probe):
+    r = probe["split"]  # advantages per replica slice, concatenated; minibatches of transitions split again
+    assert r["weight_change"] > 1e-4
+    assert r["weight_diff"] < 1e-5, r

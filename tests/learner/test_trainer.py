@@ -99,10 +99,71 @@ def test_the_on_policy_batch_modes():
     from seed_rl.agents.policy_gradient.config import PPOConfig
 
     assert PPOConfig().batch_mode == "shuffle" and PPOConfig(batch_mode="repeat").batch_mode == "repeat"
-    with pytest.raises(ValueError, match="batch_mode=split .* is not offered; shuffle or repeat"):
-        PPOConfig(batch_mode="split")
-    with pytest.raises(ValueError, match="batch_mode must be one of shuffle, repeat"):
+    for mode in ("split", "split_with_advantage_recomputation"):
+        assert PPOConfig(batch_mode=mode).batch_mode == mode
+        with pytest.raises(ValueError, match="carry no recurrent state: lstm_size=8 needs batch_mode=shuffle"):
+            PPOConfig(batch_mode=mode, lstm_size=8)
+    with pytest.raises(ValueError, match="batch_mode must be one of shuffle, repeat, split"):
         PPOConfig(batch_mode="bogus")
+    with pytest.raises(ValueError, match="split must be one of none, once, every_epoch"):
+        UpdateSchedule(split="twice")
+    with pytest.raises(ValueError, match="shuffles its transitions"):
+        UpdateSchedule(split="once", shuffle=False)
+
+
+class SplitRecordingAgent(RecordingAgent):
+    """A TransitionAgent: ``prepare_transitions`` numbers the batch's transitions (``10 * row + step``) and counts
+    its calls; ``transition_loss`` records the transitions of every update."""
+
+    def __init__(self, schedule: UpdateSchedule):
+        super().__init__(schedule)
+        self.prepared = tf.Variable(0, dtype=tf.int64)
+        self.seen = tf.Variable(tf.fill([MAX_UPDATES, B * (L - 1)], tf.constant(-1, tf.int64)))
+
+    def prepare_transitions(self, unroll):
+        self.prepared.assign_add(1)
+        row = tf.cast(unroll.env_outputs.episode_step[:-1], tf.int64)  # [T, B]
+        step = tf.cast(tf.range(L - 1)[:, None], tf.int64) + tf.zeros_like(row)
+        return {"id": 10 * row + step, "prepared": tf.fill(tf.shape(row), self.prepared.value())}
+
+    def transition_loss(self, transitions):
+        ids = transitions["id"]
+        padded = tf.concat([ids, tf.fill([B * (L - 1) - tf.shape(ids)[0]], tf.constant(-1, tf.int64))], 0)
+        self.seen.scatter_nd_update([[self.count]], padded[None])
+        x = tf.cast(ids, tf.float32)
+        loss = tf.reduce_mean(tf.square(self.w * x - 1.0))
+        return LossResult(loss, {"losses/total": loss,
+                                 "prepared/max": tf.cast(tf.reduce_max(transitions["prepared"]), tf.float32)})
+
+
+@pytest.mark.parametrize("split, preparations", [("once", 1), ("every_epoch", 3)])
+def test_split_schedules_train_shuffled_minibatches_of_transitions(split, preparations):
+    agent = SplitRecordingAgent(UpdateSchedule(epochs=3, minibatches=4, split=split))
+    trainer = _trainer(agent)
+    w0 = float(agent.w.numpy())
+    result = trainer.step(_batch())
+    assert result.priorities is None and int(trainer.policy_version.numpy()) == 1
+    assert int(agent.prepared.numpy()) == preparations  # once per step, or once at the start of every epoch
+    assert float(result.metrics["prepared/max"]) == pytest.approx(
+        1.0 if split == "once" else np.mean([1] * 4 + [2] * 4 + [3] * 4))
+    np.testing.assert_array_equal(agent.updates.numpy()[:12], np.arange(1, 13))
+    per_update = (B * (L - 1)) // 4  # 16 transitions in 4 minibatches of 4
+    seen = agent.seen.numpy()[:12, :per_update]
+    everything = sorted(10 * r + t for r in range(B) for t in range(L - 1))  # not the last (bootstrap) step
+    for epoch in (seen[:4], seen[4:8], seen[8:]):  # each epoch trains every transition exactly once
+        assert sorted(epoch.ravel().tolist()) == everything
+    assert seen[:4].tolist() != seen[4:8].tolist()  # a fresh permutation per epoch
+    # Minibatches mix transitions of different sequences: rows are not kept together.
+    assert any(len({i // 10 for i in mini}) > 1 for mini in seen[:4])
+    assert float(agent.w.numpy()) != w0
+
+
+def test_a_split_schedule_needs_a_transition_agent_and_divisible_transitions():
+    with pytest.raises(ValueError, match="split=once.*RecordingAgent has no prepare_transitions"):
+        _trainer(RecordingAgent(UpdateSchedule(epochs=1, minibatches=2, split="once")))
+    agent = SplitRecordingAgent(UpdateSchedule(epochs=1, minibatches=5, split="once"))
+    with pytest.raises(ValueError, match="16 transitions does not split into 5"):
+        _trainer(agent).step(_batch())
 
 
 def test_update_counter_continues_across_steps_and_a_resume():

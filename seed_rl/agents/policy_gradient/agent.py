@@ -11,15 +11,24 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import keras
 import tensorflow as tf
 
+from seed_rl.agents.policy_gradient import loss as loss_lib
 from seed_rl.agents.policy_gradient.config import OnPolicyConfig
-from seed_rl.agents.policy_gradient.loss import compute_loss
 from seed_rl.networks import build_actor_critic, checkpoint_variables
 from seed_rl.networks.continuous import ContinuousControlNetwork
 from seed_rl.ops import policy_losses
 from seed_rl.ops.distributions import Categorical, get_distribution, safe_exp_std, softplus_std
 from seed_rl.ops.normalization import AverageMeanStd
 from seed_rl.ops.specs import zeros_env_output
-from seed_rl.types import Agent, ArraySpec, EnvOutput, LossResult, ObservationSpec, QueueFeed, UpdateSchedule
+from seed_rl.types import (
+    Agent,
+    ArraySpec,
+    EnvOutput,
+    LossResult,
+    ObservationSpec,
+    QueueFeed,
+    TransitionAgent,
+    UpdateSchedule,
+)
 
 
 class AgentOutput(NamedTuple):
@@ -29,6 +38,10 @@ class AgentOutput(NamedTuple):
     """float32 [B, P]: the behaviour policy's distribution parameters (logits, or means then std parameters)."""
     baseline: Any
     """float32 [B]: the value head's output at acting time (normalised under PopArt; value clipping is around it)."""
+
+
+_SPLITS = {"split": "once", "split_with_advantage_recomputation": "every_epoch"}
+"""The original's split batch modes as the update schedule's split."""
 
 
 def _policy_loss(c: OnPolicyConfig) -> policy_losses.PolicyLoss:
@@ -76,7 +89,8 @@ class OnPolicyAgent:
                                  f"is {observation_spec}")
             self.observation_normalizer = AverageMeanStd(int(observation_spec.shape[0]))
         self.network = self._build_network()
-        self.schedule = UpdateSchedule(epochs=c.epochs, minibatches=c.minibatches, shuffle=c.batch_mode == "shuffle")
+        self.schedule = UpdateSchedule(epochs=c.epochs, minibatches=c.minibatches, shuffle=c.batch_mode != "repeat",
+                                       split=_SPLITS.get(c.batch_mode, "none"))
         self.act(tf.zeros([1, *action_spec.shape], tf.as_dtype(action_spec.dtype)),
                  zeros_env_output(observation_spec, 1), self.initial_state(1))
 
@@ -116,8 +130,18 @@ class OnPolicyAgent:
 
     def loss(self, unroll, weights=None) -> LossResult:
         del weights  # on-policy queue: every unroll counts once
-        return compute_loss(self.config, self.network, self.distribution, self.policy_loss, self.regularizer, unroll,
-                            self.reward_normalizer, self.observation_normalizer)
+        return loss_lib.compute_loss(self.config, self.network, self.distribution, self.policy_loss,
+                                     self.regularizer, unroll, self.reward_normalizer, self.observation_normalizer)
+
+    # -- TransitionAgent (batch modes split and split_with_advantage_recomputation) ----------------------------
+    def prepare_transitions(self, unroll):
+        return loss_lib.prepare_transitions(self.config, self.network, self.distribution, unroll,
+                                            self.reward_normalizer)
+
+    def transition_loss(self, transitions) -> LossResult:
+        return loss_lib.transition_loss(self.config, self.network, self.distribution, self.policy_loss,
+                                        self.regularizer, transitions, self.reward_normalizer,
+                                        self.observation_normalizer)
 
     def update_targets(self, update):
         del update  # no target network
@@ -166,4 +190,7 @@ class OnPolicyAgent:
 if TYPE_CHECKING:  # mypy checks that the class follows the Agent protocol the learner relies on
 
     def _follows_the_agent_protocol(agent: OnPolicyAgent) -> Agent:
+        return agent
+
+    def _trains_transitions(agent: OnPolicyAgent) -> TransitionAgent:
         return agent

@@ -14,7 +14,7 @@ from seed_rl.config import field
 NETWORKS = ("mlp", "control_mlp", "impala_shallow", "impala_deep", "gfootball")
 POLICY_LOSSES = ("ppo", "awr", "vmpo", "pg", "vtrace")
 ADVANTAGE_ESTIMATORS = ("gae", "vtrace", "nstep")
-BATCH_MODES = ("shuffle", "repeat")
+BATCH_MODES = ("shuffle", "repeat", "split", "split_with_advantage_recomputation")
 REWARD_NORMALIZERS = ("none", "popart")
 ACTIVATIONS = ("tanh", "relu", "swish")
 
@@ -53,13 +53,19 @@ class OnPolicyConfig:
                                                 "InputNormalization(AverageMeanStd)), then clip to "
                                                 "+-observation_clipping.")
     observation_clipping: float = field(10.0, "Clip normalised observations to [-x, x] (ppo.gin: 10).")
-    # Update schedule: each batch of unrolls is trained `epochs` times in `minibatches` shuffled minibatches of
-    # sequences; a minibatch's advantages come from the weights of that update (the original's batch_mode=shuffle;
-    # its split modes are not offered, docs/deviations.md 37).
+    # Update schedule: each batch is trained `epochs` times in `minibatches` minibatches, as the original's
+    # ppo_training_step_utils: of whole unrolls whose advantages come from the weights of each update (shuffle,
+    # repeat), or of single transitions whose advantages were computed over the whole batch (split, once per step;
+    # split_with_advantage_recomputation, at the start of every epoch). The original's default is split; here
+    # shuffle, which also serves recurrent networks (docs/deviations.md 37).
     epochs: int = field(4, "Passes over each batch (the PPO paper's MuJoCo setting: 10; Atari: 3).")
-    minibatches: int = field(4, "Minibatches per pass; batch_size must divide by it.")
-    batch_mode: str = field("shuffle", "shuffle (fresh minibatches of unrolls every epoch; the original's shuffle) or "
-                            "repeat (the same minibatches in the same order every epoch; the original's repeat).")
+    minibatches: int = field(4, "Minibatches per pass; batch_size (split modes: batch_size * unroll_length) must "
+                                "divide by it.")
+    batch_mode: str = field("shuffle", "shuffle (fresh minibatches of unrolls every epoch), repeat (the same "
+                            "minibatches in the same order every epoch), split (advantages once per step over the "
+                            "whole batch, then shuffled minibatches of single transitions; feed-forward networks) "
+                            "or split_with_advantage_recomputation (split, advantages recomputed every epoch): the "
+                            "original's four batch modes.")
     # Optimizer.
     learning_rate: float = field(3e-4, "Adam learning rate (mujoco/ppo_main.py: 3e-4).")
     lr_schedule: str = field("constant", "constant, or linear (decay to 0 at the last update).")
@@ -87,10 +93,9 @@ class OnPolicyConfig:
     flip_policy_gradient: bool = field(False, "Testing only: flip the policy-gradient sign.")
 
     def __post_init__(self) -> None:
-        if self.batch_mode in ("split", "split_with_advantage_recomputation"):
-            raise ValueError(f"batch_mode={self.batch_mode} (the original's transition-level minibatches with the "
-                             "advantages computed once per step or epoch) is not offered; shuffle or repeat train "
-                             "minibatches of whole unrolls (docs/deviations.md 37)")
+        if self.batch_mode.startswith("split") and self.lstm_size:
+            raise ValueError(f"batch_mode={self.batch_mode} trains single transitions, which carry no recurrent "
+                             f"state: lstm_size={self.lstm_size} needs batch_mode=shuffle or repeat")
         for name, value, choices in (("network", self.network, NETWORKS),
                                      ("policy_loss", self.policy_loss, POLICY_LOSSES),
                                      ("advantage_estimator", self.advantage_estimator, ADVANTAGE_ESTIMATORS),

@@ -1,5 +1,5 @@
-"""The SAC agent: a tanh-squashed (or clipped) normal policy and twin critics on MLPs, trained from a uniform
-replay of short unrolls, with a Polyak-averaged target network and a trainable entropy coefficient. It plugs into
+"""The SAC agent: a tanh-squashed (or clipped) normal policy and twin critics on MLPs (or the original's LSTM
+actor-critic), trained from a uniform replay of short unrolls, with a Polyak-averaged target network and a trainable entropy coefficient. It plugs into
 the learner through the ``seed_rl.types.Agent`` protocol: a replay feed without priorities, and ``update_targets``
 for the Polyak average."""
 
@@ -13,7 +13,7 @@ import tensorflow as tf
 from seed_rl.agents.sac.config import SACConfig
 from seed_rl.agents.sac.loss import compute_loss
 from seed_rl.networks import checkpoint_variables
-from seed_rl.networks.continuous import SACNetwork
+from seed_rl.networks.continuous import SACLSTMNetwork, SACNetwork
 from seed_rl.ops.distributions import Normal, get_distribution
 from seed_rl.ops.policy_losses import EntropyCost
 from seed_rl.types import Agent, ArraySpec, EnvOutput, LossResult, ObservationSpec, ReplayFeed, UpdateSchedule
@@ -58,22 +58,31 @@ class SACAgent:
             target.assign(online)
         self.entropy_cost = EntropyCost(config.entropy_cost, config.entropy_cost_adjustment_speed)
 
-    def _build_network(self) -> SACNetwork:
+    def _build_network(self):
         c = self.config
         action_size = int(self.action_spec.shape[0])
         assert isinstance(self.observation_spec, ArraySpec)  # _check_specs
-        return SACNetwork(int(self.observation_spec.shape[0]), action_size, self.distribution.param_size(),
-                          num_critics=c.num_critics, mlp_sizes=c.mlp_sizes, activation=c.activation)
+        size = int(self.observation_spec.shape[0])
+        if c.network == "lstm":
+            return SACLSTMNetwork(size, action_size, self.distribution.param_size(), num_critics=c.num_critics,
+                                  lstm_sizes=c.lstm_sizes, pre_mlp_sizes=c.pre_mlp_sizes,
+                                  post_mlp_sizes=c.post_mlp_sizes, ff_mlp_sizes=c.ff_mlp_sizes,
+                                  activation=c.activation)
+        return SACNetwork(size, action_size, self.distribution.param_size(), num_critics=c.num_critics,
+                          mlp_sizes=c.mlp_sizes, activation=c.activation)
 
     # -- Agent protocol --------------------------------------------------------------------------------------
     def initial_state(self, batch_size):
         return self.network.initial_state(batch_size)
 
     def act(self, prev_actions, env_outputs: EnvOutput, agent_state, env_ids=None):
-        """Samples from the policy (in every env, evaluation included: ``seed-rl eval --greedy`` takes the mode)."""
-        del prev_actions, env_ids
-        params = self.network.action_params(env_outputs.observation)
-        return AgentOutput(self.distribution.sample(params), params), agent_state
+        """Samples from the policy (in every env, evaluation included: ``seed-rl eval --greedy`` takes the mode);
+        the LSTM network advances every head's state (as the original's ``ActorCriticLSTM``)."""
+        del env_ids
+        step = tf.nest.map_structure(lambda t: t[None], (prev_actions, env_outputs))  # one time step
+        features, new_state = self.network.features(step[0], step[1], agent_state)
+        params = self.network.action_params(features)[0]
+        return AgentOutput(self.distribution.sample(params), params), new_state
 
     def loss(self, unroll, weights=None) -> LossResult:
         del weights  # uniform replay: every weight is 1
@@ -100,6 +109,8 @@ class SACAgent:
 
     @property
     def policy_variables(self):
+        if self.config.network == "lstm":  # acting advances every head's LSTM
+            return checkpoint_variables(self.network)
         return checkpoint_variables(self.network.actor)
 
     def checkpoint_items(self) -> dict:

@@ -12,6 +12,7 @@ from typing import Optional
 from seed_rl.config import field
 
 BOOTSTRAP_NETS = ("v", "q")
+NETWORKS = ("mlp", "lstm")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,16 +39,27 @@ class SACConfig:
     learning_rate: float = field(3e-4, "Adam learning rate.")
     adam_epsilon: float = field(1e-7, "Adam epsilon (Keras' default, as the original's tf.keras Adam).")
     clip_norm: float = field(0.0, "Clip gradients by global norm; 0 means none (the original does not clip).")
-    # Network (main file): ActorCriticMLP.
+    # Network (main file): ActorCriticMLP, or the original's ActorCriticLSTM (networks.py; no main file uses it).
+    network: str = field("mlp", "mlp (ActorCriticMLP) or lstm (ActorCriticLSTM: per head a pre-MLP, stacked "
+                                "LSTMs reset at episode starts, a parallel feed-forward MLP and a post-MLP; the "
+                                "state of each unroll's first step is stored in the replay).")
     num_critics: int = field(2, "Q networks; the targets use their minimum.")
-    mlp_sizes: tuple = field((256, 256), "Hidden sizes of every MLP (the policy, each critic, V).")
+    mlp_sizes: tuple = field((256, 256), "network=mlp: hidden sizes of every MLP (the policy, each critic, V).")
     activation: str = field("relu", "Hidden activation of the MLPs (the original's ActorCriticMLP: relu).")
+    lstm_sizes: tuple = field((256,), "network=lstm: units of each stacked LSTM layer (the main file's lstm_size).")
+    pre_mlp_sizes: tuple = field((256,), "network=lstm: the MLP before the LSTMs (observation, previous action).")
+    post_mlp_sizes: tuple = field((256,), "network=lstm: hidden sizes of the MLP after the LSTM and feed-forward "
+                                          "outputs (then the head's output layer).")
+    ff_mlp_sizes: tuple = field((256,), "network=lstm: the feed-forward MLP beside the LSTMs (observation, and "
+                                        "the action for a critic).")
     continuous_distribution: str = field("tanh", "tanh (tanh-squashed normal) or clipped (normal clipped to the "
                                                  "bounds) for continuous actions.")
     # Testing aid: a learner that maximises the negated reward must fail the learning tests.
     flip_reward_sign: bool = field(False, "Testing only: negate rewards in the targets.")
 
     def __post_init__(self) -> None:
+        if self.network not in NETWORKS:
+            raise ValueError(f"network must be one of {', '.join(NETWORKS)}, got {self.network!r}")
         if self.bootstrap_net not in BOOTSTRAP_NETS:
             raise ValueError(f"bootstrap_net must be v or q, got {self.bootstrap_net!r}")
         if not 0.0 <= self.polyak <= 1.0:

@@ -1,8 +1,10 @@
 """The SAC loss (Haarnoja et al. 2018) as the original's ``agents/sac/learner.py`` ``compute_loss``.
 
-Shapes: T = unroll length (1 in the presets), B = batch. The unroll is time-major with T + 1 steps: step t holds
-``(a_{t-1}, (r_t, d_t, o_t, ...), the behaviour output at o_t)``; the losses use steps 0..T-1, with rewards and dones
-of steps 1..T and the bootstrap from the observations of steps 1..T.
+Shapes: T = unroll length (1 in the MLP presets), B = batch. The unroll is time-major with T + 1 steps: step t
+holds ``(a_{t-1}, (r_t, d_t, o_t, ...), the behaviour output at o_t)``; the losses use steps 0..T-1, with rewards
+and dones of steps 1..T and the bootstrap from the observations of steps 1..T. ``o`` below stands for the
+network's features of a step: the observation (MLP), or the observation with the LSTMs' outputs after running
+from the unroll's stored first state (``network=lstm``; the original's ``ActorCriticLSTM``, no burn-in).
 
 * Actor: ``a ~ pi(.|o)`` reparametrised; the loss is ``-sum_i sg(d minQ(o, a) / d a_i) a_i - sg(alpha) H(pi(.|o))``
   averaged over the steps, so that its gradient reaches the policy through the action only (never the critics).
@@ -28,8 +30,13 @@ from seed_rl.types import LossResult
 def compute_loss(config: SACConfig, network, target_network, distribution, entropy_cost, unroll) -> LossResult:
     c = config
     env = unroll.env_outputs
-    observation = tf.cast(env.observation, tf.float32)
-    obs, next_obs = observation[:-1], observation[1:]
+    # The networks' inputs over all T + 1 steps from the unroll's first state (the LSTM network's cores run once;
+    # for the MLP network these are the observations): steps 0..T-1 for the losses, 1..T for the bootstrap.
+    features, _ = network.features(unroll.prev_actions, env, unroll.agent_state)
+    target_features, _ = target_network.features(unroll.prev_actions, env, unroll.agent_state)
+    obs = tf.nest.map_structure(lambda t: t[:-1], features)
+    next_obs = tf.nest.map_structure(lambda t: t[1:], features)
+    target_next_obs = tf.nest.map_structure(lambda t: t[1:], target_features)
     env_next = tf.nest.map_structure(lambda t: t[1:], env)
     rewards = tf.cast(env_next.reward, tf.float32)
     if c.flip_reward_sign:
@@ -68,10 +75,10 @@ def compute_loss(config: SACConfig, network, target_network, distribution, entro
     if c.bootstrap_net == "q":
         next_params = network.action_params(next_obs)
         next_action = distribution.sample(next_params)
-        next_q = tf.reduce_min(target_network.q_values(next_obs, next_action), axis=-1)
+        next_q = tf.reduce_min(target_network.q_values(target_next_obs, next_action), axis=-1)
         next_v = next_q + sg_alpha * distribution.entropy(next_params)
     else:
-        next_v = target_network.value(next_obs)
+        next_v = target_network.value(target_next_obs)
     target_q = tf.stop_gradient(rewards + discounts * next_v)
     q_error = q_old - target_q[..., None]
     q_loss = tf.reduce_sum(tf.reduce_mean(tf.square(q_error), axis=-1) * valid) / num_steps

@@ -1,0 +1,94 @@
+"""The on-policy family's split batch modes (the original's ``split`` and ``split_with_advantage_recomputation``):
+the advantages, value targets and PopArt's statistics computed once over a whole batch, then minibatches of single
+transitions. Over all of a batch's transitions at once, the transition loss is the unroll loss (same value, same
+gradients): what differs between the modes is only which weights the advantages come from and how the minibatches
+are drawn."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from seed_rl import agents as agents_lib
+from seed_rl.configs import get_preset
+from seed_rl.types import TransitionAgent, Unroll
+from tests.agents.test_contract import SPECS, T, _random_unroll
+
+B = 3
+
+
+def _agent(preset: str, kind: str, **changes):
+    obs_spec, act_spec, _ = SPECS[kind]
+    config = get_preset(preset)
+    tf.keras.utils.set_random_seed(0)
+    return agents_lib.make_agent(config.agent_name, dataclasses.replace(config.agent, **changes), obs_spec, act_spec)
+
+
+def _flatten(prepared):
+    return tf.nest.map_structure(lambda t: tf.reshape(t, [-1, *t.shape[2:]]), prepared)
+
+
+def _no_truncations(unroll: Unroll) -> Unroll:
+    return unroll._replace(env_outputs=unroll.env_outputs._replace(
+        abandoned=tf.zeros_like(unroll.env_outputs.abandoned)))
+
+
+@pytest.mark.parametrize("preset, kind, changes", [
+    ("classic_ppo", "vector", {}),
+    ("classic_ppo", "vector", {"advantage_estimator": "vtrace", "policy_loss": "vtrace"}),
+    ("classic_ppo", "vector", {"advantage_estimator": "nstep", "nstep_n": 2, "value_clip_eps": 0.2,
+                               "huber_delta": 1.0}),
+    ("classic_awr", "vector", {}),
+    ("mujoco_ppo", "continuous", {"reward_normalizer": "none", "normalize_observations": False}),
+], ids=["ppo-gae", "vtrace", "nstep-clipped-huber", "awr", "ppo-continuous"])
+def test_the_transition_loss_over_a_whole_batch_is_the_unroll_loss(preset, kind, changes):
+    agent = _agent(preset, kind, batch_mode="split", **changes)
+    assert isinstance(agent, TransitionAgent) and agent.schedule.split == "once"
+    unroll = _no_truncations(_random_unroll(agent, kind, np.random.default_rng(7)))
+    with tf.GradientTape() as tape:
+        whole = agent.loss(unroll)
+    unroll_grads = tape.gradient(whole.loss, agent.trainable_variables)
+    prepared = agent.prepare_transitions(unroll)
+    for leaf in tf.nest.flatten(prepared):
+        assert leaf.shape[:2] == [T, B]
+    transitions = _flatten(prepared)
+    with tf.GradientTape() as tape:
+        split = agent.transition_loss(transitions)
+    split_grads = tape.gradient(split.loss, agent.trainable_variables)
+    np.testing.assert_allclose(float(split.loss), float(whole.loss), rtol=1e-5, atol=1e-6)
+    for name in ("losses/policy", "losses/value", "losses/regularization", "value/mean_target"):
+        np.testing.assert_allclose(float(split.metrics[name]), float(whole.metrics[name]), rtol=1e-5, atol=1e-6)
+    for a, b in zip(split_grads, unroll_grads):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-6)
+    # The order of the transitions does not matter: the loss is a mean over them.
+    order = np.random.default_rng(0).permutation(T * B)
+    shuffled = agent.transition_loss(tf.nest.map_structure(lambda t: tf.gather(t, order), transitions))
+    np.testing.assert_allclose(float(shuffled.loss), float(split.loss), rtol=1e-5)
+
+
+def test_popart_statistics_take_a_batch_once_per_preparation_and_observations_once_per_minibatch():
+    agent = _agent("mujoco_ppo", "continuous")
+    assert agent.schedule.split == "once" and agent.schedule.minibatches == 32  # the original's default mode
+    unroll = _random_unroll(agent, "continuous", np.random.default_rng(3))
+    popart, observations = agent.reward_normalizer, agent.observation_normalizer
+    counts = lambda: (float(popart.count.numpy().flat[0]), float(observations.count.numpy().flat[0]))  # noqa: E731
+    assert counts() == (0.0, 0.0)
+    transitions = _flatten(agent.prepare_transitions(unroll))
+    assert counts() == (T * B, 0.0)  # the targets of every transition, no observations
+    before = popart.mean_std()
+    agent.transition_loss(tf.nest.map_structure(lambda t: t[:5], transitions))
+    assert counts() == (T * B, 5.0)  # the minibatch's observations, PopArt untouched
+    np.testing.assert_array_equal(popart.mean_std()[0].numpy(), before[0].numpy())
+    # The prepared value targets are normalised by the statistics before this batch (PopArt's order).
+    targets = transitions["targets"].numpy()
+    assert np.all(np.isfinite(targets)) and np.all(np.isfinite(transitions["advantages"].numpy()))
+
+
+def test_recomputation_mode_and_the_schedule():
+    agent = _agent("classic_ppo", "vector", batch_mode="split_with_advantage_recomputation")
+    assert agent.schedule.split == "every_epoch" and agent.schedule.shuffle
+    assert _agent("classic_ppo", "vector").schedule.split == "none"  # the default stays shuffle (deviation 37)
+    assert _agent("classic_ppo", "vector", batch_mode="repeat").schedule.shuffle is False
