@@ -44,7 +44,6 @@ from seed_rl.learner.training import (
     UnrollQueue,
     frames_per_train_step,
     make_replay,
-    split_unrolls,
 )
 from seed_rl.transport import tls as tls_lib
 from seed_rl.transport.server import InferenceServer
@@ -217,16 +216,11 @@ class Learner:
                     int(stats.frames[i]), int(stats.steps[i]), int(env_id), now, bool(env_id >= first_eval)))
         if out.completed_env_ids.shape[0]:
             unrolls = tf.nest.map_structure(lambda t: t.numpy(), out.unrolls)
-            items = split_unrolls(unrolls)
-            if self.replay is not None:
-                if self._initial_priorities is not None:
-                    priorities = self._initial_priorities(out.unrolls).numpy()
-                else:
-                    priorities = np.ones([len(items)], np.float64)
-                items = list(zip(items, priorities))
+            priorities = None
+            if self._initial_priorities is not None:
+                priorities = self._initial_priorities(out.unrolls).numpy()
             try:
-                for item in items:
-                    self.queue.put(item)
+                self.queue.put(unrolls, priorities)  # one chunk: every unroll this step completed
             except QueueClosed:
                 pass  # stopping: the partial data is dropped, actors get UNAVAILABLE next
         return out.actions.numpy()
@@ -243,7 +237,6 @@ class Learner:
                 if result.priorities is not None:
                     self._last_priorities = result.priorities
                     metrics["replay/mean_priority"] = float(np.mean(result.priorities))
-                metrics["learning_rate"] = self.trainer.learning_rate()
                 with self._lock:
                     self._metrics.add(metrics)
                 if time.monotonic() - self._last_checkpoint >= run.save_checkpoint_secs:

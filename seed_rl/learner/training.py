@@ -8,13 +8,14 @@ same network weights.
 
 from __future__ import annotations
 
-import queue
+import collections
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optional
 
 import numpy as np
 import tensorflow as tf
 
+from seed_rl.learner import fast_call as fast_call_lib
 from seed_rl.ops.unrolls import time_major
 from seed_rl.types import Agent, ArraySpec, Feed, ReplayFeed, TransitionAgent, Unroll, UpdateSchedule
 
@@ -27,38 +28,91 @@ class QueueClosed(Exception):
 
 
 class UnrollQueue:
-    """A bounded FIFO of single unrolls (numpy nests, batch-major [T + 1, ...])."""
+    """A bounded FIFO of unrolls (numpy nests, batch-major [T + 1, ...]), put in chunks and taken in batches.
+
+    The inference step completes the unrolls of several envs at once: ``put`` takes them as one batch-major chunk
+    ``[C, T + 1, ...]`` (with their replay priorities, if any), and ``get_batch(n)`` returns exactly ``n`` unrolls
+    as one batch-major nest ``[n, T + 1, ...]``, in the order they were put. A batch that one chunk holds is a view
+    of it (no copy); otherwise the pieces are concatenated once per leaf. Nothing is split into single unrolls and
+    stacked again.
+
+    ``capacity`` counts unrolls: a ``put`` waits while the queue holds ``capacity`` or more (that wait is SEED's
+    back-pressure), so the queue holds at most ``capacity + C - 1`` unrolls after a chunk of ``C``. ``get_batch``
+    takes unrolls as they arrive, so a capacity below the batch size cannot stall it.
+    """
 
     def __init__(self, capacity: int):
-        self._queue: queue.Queue = queue.Queue(maxsize=capacity)
-        self._closed = threading.Event()
         self.capacity = capacity
+        self._chunks: collections.deque = collections.deque()  # [leaves, priorities or None, count, offset]
+        self._size = 0
+        self._structure: Any = None
+        self._cond = threading.Condition()
+        self._closed = threading.Event()
 
-    def put(self, item: Any) -> None:
-        while not self._closed.is_set():
-            try:
-                self._queue.put(item, timeout=0.1)
-                return
-            except queue.Full:
-                continue
-        raise QueueClosed()
-
-    def get_batch(self, n: int) -> List[Any]:
-        items: List[Any] = []
-        while len(items) < n:
+    def put(self, chunk: Any, priorities: Optional[np.ndarray] = None) -> None:
+        """Queues the ``C`` unrolls of a batch-major chunk ``[C, ...]`` (``priorities`` [C] or None); waits while
+        the queue is full. Raises QueueClosed once the queue is closed."""
+        leaves = [np.asarray(x) for x in tf.nest.flatten(chunk)]
+        count = int(leaves[0].shape[0]) if leaves else 0
+        if count == 0:
+            return
+        if priorities is not None:
+            priorities = np.asarray(priorities, np.float64).reshape(count)
+        with self._cond:
+            while self._size >= self.capacity:
+                if self._closed.is_set():
+                    raise QueueClosed()
+                self._cond.wait(0.1)
             if self._closed.is_set():
                 raise QueueClosed()
-            try:
-                items.append(self._queue.get(timeout=0.1))
-            except queue.Empty:
-                continue
-        return items
+            if self._structure is None:
+                self._structure = chunk
+            self._chunks.append([leaves, priorities, count, 0])
+            self._size += count
+            self._cond.notify_all()
+
+    def get_batch(self, n: int) -> tuple[Any, Optional[np.ndarray]]:
+        """The next ``n`` unrolls as one batch-major nest ``[n, ...]``, and their priorities ``[n]`` (None when
+        they were put without). Waits for them; raises QueueClosed once the queue is closed."""
+        pieces: List[tuple] = []  # (leaves, priorities) slices, in order
+        needed = n
+        with self._cond:
+            while needed:
+                while not self._chunks:
+                    if self._closed.is_set():
+                        raise QueueClosed()
+                    self._cond.wait(0.1)
+                if self._closed.is_set():
+                    raise QueueClosed()
+                head = self._chunks[0]
+                leaves, priorities, count, offset = head
+                take = min(needed, count - offset)
+                end = offset + take
+                pieces.append(([x[offset:end] for x in leaves], None if priorities is None else priorities[offset:end]))
+                if end == count:
+                    self._chunks.popleft()
+                else:
+                    head[3] = end
+                self._size -= take
+                needed -= take
+                self._cond.notify_all()
+            structure = self._structure
+        if len(pieces) == 1:
+            leaves, priorities = pieces[0]
+        else:
+            leaves = [np.concatenate(parts) for parts in zip(*(p[0] for p in pieces))]
+            has = [p[1] is not None for p in pieces]
+            priorities = np.concatenate([p[1] for p in pieces]) if all(has) else None
+        return tf.nest.pack_sequence_as(structure, leaves), priorities
 
     def qsize(self) -> int:
-        return self._queue.qsize()
+        """Unrolls in the queue."""
+        return self._size
 
     def close(self) -> None:
         self._closed.set()
+        with self._cond:
+            self._cond.notify_all()
 
 
 def stack_unrolls(items: List[Any]):
@@ -84,7 +138,8 @@ class QueueSource:
 
     def next_batch(self):
         """Returns (batch-major batch, importance weights or None, replay indices or None)."""
-        return stack_unrolls(self.queue.get_batch(self.batch_size)), None, None
+        batch, _ = self.queue.get_batch(self.batch_size)
+        return batch, None, None
 
     def after_step(self, indices, priorities) -> None:
         del indices, priorities
@@ -110,10 +165,11 @@ class ReplaySource:
     def next_batch(self):
         needed = self.insertions
         while True:
-            items = self.queue.get_batch(needed)
-            unrolls = stack_unrolls([u for u, _ in items])
-            self.replay.insert(unrolls, np.array([p for _, p in items], np.float64))
-            self._inserted += len(items)
+            unrolls, priorities = self.queue.get_batch(needed)
+            if priorities is None:
+                priorities = np.ones([needed], np.float64)
+            self.replay.insert(unrolls, priorities)
+            self._inserted += needed
             if len(self.replay) >= self.min_size:
                 break
             needed = min(self.insertions, self.min_size - len(self.replay))
@@ -198,7 +254,11 @@ class Trainer:
 
     Metrics: the agent's, averaged over the batch's updates, plus ``learner/grad_norm`` (mean),
     ``learner/policy_lag`` (train steps between the acting weights and the weights before this batch) and
-    ``learner/target_updated`` (1 if any update of the batch changed a target network).
+    ``learner/target_updated`` (1 if any update of the batch changed a target network) and ``learning_rate`` (the
+    optimizer's, after the batch's last update).
+
+    Off a multi-replica strategy, the update is called through its concrete function for the batch's shapes
+    (``_concrete``); under one, through the ``tf.function`` (its inputs are per-replica values).
     """
 
     def __init__(self, agent: Agent, optimizer, policy_version: tf.Variable, schedule: Optional[UpdateSchedule] = None,
@@ -231,6 +291,7 @@ class Trainer:
             self.optimizer.build(agent.trainable_variables)
             self._compiled = tf.function(self._update, reduce_retracing=True)
             self._prepare = tf.function(self._prepare_transitions, reduce_retracing=True)
+        self._callers: Dict[tuple, Callable[[Any, Any, Any], tuple]] = {}
 
     def learning_rate(self) -> float:
         lr = self.optimizer.learning_rate
@@ -311,7 +372,32 @@ class Trainer:
     def _call(self, batch, weights, update: int):
         if self.devices is not None and self._clip is not None:  # distributed: each replica gets its slice
             batch, weights = self.devices.split(batch), self.devices.split(weights)
-        return self._compiled(batch, weights, tf.constant(update, tf.int64))
+            return self._compiled(batch, weights, tf.constant(update, tf.int64))
+        if weights is not None and not isinstance(weights, tf.Tensor):
+            weights = np.asarray(weights)
+        return self._caller(batch, weights)(batch, weights, tf.constant(update, tf.int64))
+
+    def _caller(self, batch, weights) -> Callable[[Any, Any, Any], tuple]:
+        """``call(batch, weights, update) -> (metrics, priorities)``: the compiled update's concrete function for
+        these input shapes and dtypes, traced once and kept, called through its flat entry point.
+
+        The ``tf.function`` call searches its traces on every call (its retracing check walks every input), and
+        a concrete function's public call binds and casts every input in Python; on a CPU learner with a small
+        network each cost about as much as the update itself (measured: docs/transport.md, "Learner capacity").
+        The flat call (``fast_call.flat_caller``, under TensorFlow's default executor, which runs the update's
+        ops on its inter-op threads) takes the inputs as tensors in ``tf.nest.flatten`` order. A queue or replay
+        feed trains batches of one shape and a schedule's minibatches have one shape too, so this holds one or two
+        functions. Where this TensorFlow has no flat entry point, the concrete function's public call.
+        """
+        key: tuple = tuple((tuple(x.shape), tf.as_dtype(x.dtype).name) for x in tf.nest.flatten(batch))
+        key += (None if weights is None else (tuple(np.shape(weights)), tf.as_dtype(weights.dtype).name),)
+        call = self._callers.get(key)
+        if call is None:
+            specs = tf.nest.map_structure(lambda x: tf.TensorSpec(x.shape, tf.as_dtype(x.dtype)), batch)
+            weights_spec = None if weights is None else tf.TensorSpec(np.shape(weights), tf.as_dtype(weights.dtype))
+            concrete = self._compiled.get_concrete_function(specs, weights_spec, tf.TensorSpec([], tf.int64))
+            call = self._callers[key] = _flat_update_caller(concrete)
+        return call
 
     def _gradients(self, inputs, weights, scale):
         variables = self.agent.trainable_variables
@@ -342,7 +428,16 @@ class Trainer:
         version = tf.cast(self.policy_version, tf.float32)
         metrics["learner/policy_lag"] = version - tf.reduce_mean(tf.cast(data_versions, tf.float32))
         metrics["learner/target_updated"] = tf.cast(self.agent.update_targets(update), tf.float32)
-        return metrics, result.priorities
+        metrics["learning_rate"] = self._current_learning_rate()
+        if result.priorities is None:  # a flat call returns tensors only
+            return {"metrics": metrics}
+        return {"metrics": metrics, "priorities": result.priorities}
+
+    def _current_learning_rate(self):
+        """The optimizer's learning rate after this update (a schedule's value at its new iteration count), as a
+        float32 tensor of the compiled update: computing it outside, eagerly, cost more than a small network's
+        update."""
+        return tf.cast(tf.convert_to_tensor(self.optimizer.learning_rate), tf.float32)
 
     def _distributed_update(self, batch, weights, update):
         """``_update`` under a multi-replica strategy: ``batch`` and ``weights`` are per-replica slices.
@@ -374,6 +469,7 @@ class Trainer:
             self.optimizer.apply_gradients([(g / replicas, v) for g, (_, v) in zip(clipped, present)])
             version = tf.cast(self.policy_version, tf.float32)
             metrics["learner/policy_lag"] = version - tf.reduce_mean(tf.cast(data_versions, tf.float32))
+            metrics["learning_rate"] = self._current_learning_rate()
             return metrics, result.priorities
 
         metrics, priorities = devices.run(replica_step, (batch, weights))
@@ -384,10 +480,32 @@ class Trainer:
         return metrics, priorities
 
 
+def _flat_update_caller(concrete) -> Callable[[Any, Any, Any], tuple]:
+    """``call(batch, weights, update) -> (metrics, priorities or None)`` for a concrete function of
+    ``Trainer._update`` (see ``Trainer._caller``)."""
+    if not fast_call_lib.has_flat_entry_point(concrete):
+        def public(batch, weights, update):
+            out = concrete(batch, weights, update)
+            return out["metrics"], out.get("priorities")
+        return public
+    flat_call = fast_call_lib.flat_caller(concrete)
+
+    def call(batch, weights, update):
+        flat = [x if isinstance(x, tf.Tensor) else tf.constant(x) for x in tf.nest.flatten(batch)]
+        if weights is not None:
+            flat.append(weights if isinstance(weights, tf.Tensor) else tf.constant(weights))
+        flat.append(update)
+        out = flat_call(flat)
+        return out["metrics"], out.get("priorities")
+
+    return call
+
+
 def _combine(collected: List[Dict[str, Any]]) -> Dict[str, Any]:
     """The metrics of a batch's updates as one set: means, and whether any update changed a target."""
     combined = {name: tf.reduce_mean(tf.stack([m[name] for m in collected])) for name in collected[0]}
     combined["learner/target_updated"] = tf.reduce_max(tf.stack([m["learner/target_updated"] for m in collected]))
+    combined["learning_rate"] = collected[-1]["learning_rate"]  # after the last update, as one update reports
     return combined
 
 

@@ -194,3 +194,45 @@ def test_a_batch_that_does_not_split_is_refused():
     agent = RecordingAgent(UpdateSchedule(epochs=1, minibatches=3))
     with pytest.raises(ValueError, match="does not split into 3"):
         _trainer(agent).step(_batch())
+
+
+def _weights_after(trainer: Trainer, agent: RecordingAgent, public: bool, weights=None) -> tuple:
+    batch = _batch()
+    if public:  # the tf.function's own call, which the trainer's concrete flat call replaces
+        out = trainer._compiled(batch, weights, tf.constant(1, tf.int64))
+        metrics, priorities = out["metrics"], out.get("priorities")
+    else:
+        metrics, priorities = trainer._call(batch, weights, 1)
+    return float(agent.w.numpy()), {k: float(v) for k, v in metrics.items()}, np.asarray(priorities)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_the_flat_call_of_the_update_matches_the_tf_function_call(weighted):
+    weights = np.linspace(0.5, 1.5, B).astype(np.float32) if weighted else None
+    runs = []
+    for public in (True, False):
+        agent = RecordingAgent(UpdateSchedule())
+        runs.append(_weights_after(_trainer(agent), agent, public, weights))
+    (w_public, m_public, p_public), (w_flat, m_flat, p_flat) = runs
+    assert w_flat == w_public != 1.0
+    assert m_flat == m_public
+    np.testing.assert_array_equal(p_flat, p_public)
+
+
+def test_one_concrete_function_per_input_shape():
+    agent = RecordingAgent(UpdateSchedule(epochs=2, minibatches=2))
+    trainer = _trainer(agent)
+    for _ in range(3):
+        trainer.step(_batch())
+    assert len(trainer._callers) == 1  # every minibatch has the same shapes
+    trainer.step(tf.nest.map_structure(lambda x: x[:4], _batch()))  # another batch size: a second function
+    assert len(trainer._callers) == 2
+
+
+def test_the_learning_rate_metric_is_the_optimizers_after_the_step():
+    agent = RecordingAgent(UpdateSchedule(epochs=1, minibatches=2))
+    schedule = keras.optimizers.schedules.PolynomialDecay(0.1, decay_steps=10, end_learning_rate=0.0)
+    trainer = Trainer(agent, keras.optimizers.SGD(schedule), tf.Variable(0, dtype=tf.int64), seed=5)
+    result = trainer.step(_batch())  # two updates: the rate after the second, 0.1 * (1 - 2 / 10)
+    assert float(result.metrics["learning_rate"]) == pytest.approx(0.08)
+    assert float(result.metrics["learning_rate"]) == pytest.approx(trainer.learning_rate())
