@@ -124,7 +124,8 @@ class RunConfig:
     unroll_length: int = field(100, "Steps per unroll (each unroll stores unroll_length + 1 steps).")
     batch_size: int = field(32, "Unrolls per training batch.")
     unroll_queue_size: int = field(
-        0, "Capacity of the unroll queue in unrolls; 0 means batch_size (back-pressure)."
+        0, "Capacity of the unroll queue in unrolls; 0 means batch_size (back-pressure: the inference step waits "
+        "while the queue holds this many; the unrolls one step completes enter together)."
     )
     total_environment_frames: int = field(
         1_000_000_000, "Stop after this many environment frames (agent steps x action repeats)."

@@ -229,6 +229,11 @@ def make_replay(feed: ReplayFeed, store, seed: int):
         importance_sampling_exponent=feed.importance_sampling_exponent, seed=seed, check=False)
 
 
+MAX_CONCRETE_UPDATES = 8
+"""Input shapes whose update ``Trainer`` keeps as a concrete function; beyond, the ``tf.function`` call (which
+generalizes changing shapes instead of tracing each)."""
+
+
 class TrainStepResult(NamedTuple):
     metrics: Dict[str, Any]
     """Scalar tensors: the agent's metrics (means over the batch's updates) and the trainer's own."""
@@ -392,12 +397,18 @@ class Trainer:
         key: tuple = tuple((tuple(x.shape), tf.as_dtype(x.dtype).name) for x in tf.nest.flatten(batch))
         key += (None if weights is None else (tuple(np.shape(weights)), tf.as_dtype(weights.dtype).name),)
         call = self._callers.get(key)
+        if call is None and len(self._callers) >= MAX_CONCRETE_UPDATES:  # shapes that keep changing: let the
+            return self._public_update                                    # tf.function generalize them
         if call is None:
             specs = tf.nest.map_structure(lambda x: tf.TensorSpec(x.shape, tf.as_dtype(x.dtype)), batch)
             weights_spec = None if weights is None else tf.TensorSpec(np.shape(weights), tf.as_dtype(weights.dtype))
             concrete = self._compiled.get_concrete_function(specs, weights_spec, tf.TensorSpec([], tf.int64))
             call = self._callers[key] = _flat_update_caller(concrete)
         return call
+
+    def _public_update(self, batch, weights, update) -> tuple:
+        out = self._compiled(batch, weights, update)
+        return out["metrics"], out.get("priorities")
 
     def _gradients(self, inputs, weights, scale):
         variables = self.agent.trainable_variables

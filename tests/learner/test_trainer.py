@@ -236,3 +236,15 @@ def test_the_learning_rate_metric_is_the_optimizers_after_the_step():
     result = trainer.step(_batch())  # two updates: the rate after the second, 0.1 * (1 - 2 / 10)
     assert float(result.metrics["learning_rate"]) == pytest.approx(0.08)
     assert float(result.metrics["learning_rate"]) == pytest.approx(trainer.learning_rate())
+
+
+def test_shapes_that_keep_changing_fall_back_to_the_tf_function(monkeypatch):
+    from seed_rl.learner import training
+
+    monkeypatch.setattr(training, "MAX_CONCRETE_UPDATES", 2)
+    agent = RecordingAgent(UpdateSchedule())
+    trainer = _trainer(agent)
+    for size in (8, 6, 4, 2):
+        result = trainer.step(tf.nest.map_structure(lambda x, n=size: x[:n], _batch()))
+        assert result.priorities.shape == (size,)
+    assert len(trainer._callers) == 2 and int(agent.count.numpy()) == 4
