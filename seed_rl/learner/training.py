@@ -101,8 +101,8 @@ class UnrollQueue:
             leaves, priorities = pieces[0]
         else:
             leaves = [np.concatenate(parts) for parts in zip(*(p[0] for p in pieces))]
-            has = [p[1] is not None for p in pieces]
-            priorities = np.concatenate([p[1] for p in pieces]) if all(has) else None
+            parts = [p[1] for p in pieces]
+            priorities = None if any(x is None for x in parts) else np.concatenate(parts)
         return tf.nest.pack_sequence_as(structure, leaves), priorities
 
     def qsize(self) -> int:
@@ -263,7 +263,7 @@ class Trainer:
     optimizer's, after the batch's last update).
 
     Off a multi-replica strategy, the update is called through its concrete function for the batch's shapes
-    (``_concrete``); under one, through the ``tf.function`` (its inputs are per-replica values).
+    (``_caller``); under one, through the ``tf.function`` (its inputs are per-replica values).
     """
 
     def __init__(self, agent: Agent, optimizer, policy_version: tf.Variable, schedule: Optional[UpdateSchedule] = None,
@@ -407,8 +407,7 @@ class Trainer:
         return call
 
     def _public_update(self, batch, weights, update) -> tuple:
-        out = self._compiled(batch, weights, update)
-        return out["metrics"], out.get("priorities")
+        return _metrics_and_priorities(self._compiled(batch, weights, update))
 
     def _gradients(self, inputs, weights, scale):
         variables = self.agent.trainable_variables
@@ -495,10 +494,7 @@ def _flat_update_caller(concrete) -> Callable[[Any, Any, Any], tuple]:
     """``call(batch, weights, update) -> (metrics, priorities or None)`` for a concrete function of
     ``Trainer._update`` (see ``Trainer._caller``)."""
     if not fast_call_lib.has_flat_entry_point(concrete):
-        def public(batch, weights, update):
-            out = concrete(batch, weights, update)
-            return out["metrics"], out.get("priorities")
-        return public
+        return lambda batch, weights, update: _metrics_and_priorities(concrete(batch, weights, update))
     flat_call = fast_call_lib.flat_caller(concrete)
 
     def call(batch, weights, update):
@@ -506,10 +502,14 @@ def _flat_update_caller(concrete) -> Callable[[Any, Any, Any], tuple]:
         if weights is not None:
             flat.append(weights if isinstance(weights, tf.Tensor) else tf.constant(weights))
         flat.append(update)
-        out = flat_call(flat)
-        return out["metrics"], out.get("priorities")
+        return _metrics_and_priorities(flat_call(flat))
 
     return call
+
+
+def _metrics_and_priorities(out: Dict[str, Any]) -> tuple:
+    """``Trainer._update``'s output dict (no ``priorities`` entry when the agent has none) as a pair."""
+    return out["metrics"], out.get("priorities")
 
 
 def _combine(collected: List[Dict[str, Any]]) -> Dict[str, Any]:
