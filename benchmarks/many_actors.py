@@ -170,7 +170,7 @@ def trivial_handler(step_batch: StepBatch) -> np.ndarray:
 
 
 def _server_main(conn, n: int, local_stream: bool, real_learner: bool, server_kind: str, envs_per_stream: int = 1,
-                 inference_batch_size: int = 0) -> None:
+                 inference_batch_size: int = 0, aio_listeners: int | None = None) -> None:
     """The learner-side process: serves until told to stop; answers "stats" with server.stats()."""
     import logging
 
@@ -217,7 +217,8 @@ def _server_main(conn, n: int, local_stream: bool, real_learner: bool, server_ki
                 observation_spec=OBS_SPEC, action_spec=ACTION_SPEC, config_json="{}",
                 inference_batch_size=inference_batch_size or auto_inference_batch_size(n * envs_per_stream,
                                                                                        envs_per_stream),
-                max_batch_wait_ms=MAX_BATCH_WAIT_MS, local_stream=local_stream, server_kind=server_kind)
+                max_batch_wait_ms=MAX_BATCH_WAIT_MS, local_stream=local_stream, server_kind=server_kind,
+                **({} if aio_listeners is None else {"aio_listeners": aio_listeners}))
             port = server.start()
         conn.send(("ready", port, os.getpid(), limit, note))
         while True:
@@ -542,17 +543,19 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
                 local_stream: bool = False, real_learner: bool = False, connection: str = "per_stream",
                 env_step_ms: float = 0.0, setup_timeout: float | None = None,
                 sample_period: float | None = None, server_kind: str = "threads", envs_per_stream: int = 1,
-                inference_batch_size: int = 0, client: str = "sync") -> dict:
+                inference_batch_size: int = 0, client: str = "sync", aio_listeners: int | None = None) -> dict:
     """Runs N streams for ``warmup`` + ``seconds`` and returns the measurements (see the module docstring).
 
     ``envs_per_stream`` K makes each stream an actor with K envs (one message carries K rows; num_envs = N K,
-    env_batch_size K); ``inference_batch_size`` 0 is the config default, max(K, N K // 2).
+    env_batch_size K); ``inference_batch_size`` 0 is the config default, max(K, N K // 2). ``aio_listeners``: the
+    grpc.aio servers of the "aio" kind (None: ``InferenceServer``'s default; not with ``real_learner``).
 
-    The result's keys: n, processes, ready, rate, p50_ms, p99_ms, round_trips, errors ({(phase, code): count},
+    The result's keys: n, label (the server kind, with its listeners for aio), processes, ready, rate, p50_ms, p99_ms, round_trips, errors ({(phase, code): count},
     phase "setup" (connecting and warm-up), "window" or "after"), error_messages, notes (limits met and other
     problems), samples [(seconds from the window's start, threads, RSS KiB, open files)], client_threads, sockets
     (per client process, at the window's start), ends (sorted end times of the window's round trips, seconds from
-    its start), stats (the server's counters over the window), setup_s.
+    its start), stats (the server's counters over the window), setup_s, connect_s (from the client processes'
+    start until every stream had stepped once, or the setup time ran out).
     """
     if connection not in ("per_stream", "shared"):
         raise ValueError(f"connection must be per_stream or shared, got {connection!r}")
@@ -560,6 +563,8 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
         raise ValueError(f"client must be one of {', '.join(CLIENT_KINDS)}, got {client!r}")
     if client == "aio" and local_stream:
         raise ValueError("--client=aio speaks gRPC only; the same-host socket needs --client=sync")
+    if aio_listeners is not None and (real_learner or server_kind != "aio"):
+        raise ValueError("aio_listeners is for the aio server kind without real_learner")
     processes = max(1, min(client_processes, n))
     setup_timeout = setup_timeout if setup_timeout is not None else 30.0 + 0.1 * n + (60.0 if real_learner else 0)
     sample_period = sample_period if sample_period is not None else min(1.0, max(0.1, seconds / 30))
@@ -569,7 +574,8 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
 
     parent_conn, child_conn = ctx.Pipe()
     server = ctx.Process(target=_server_main, args=(child_conn, n, local_stream, real_learner, server_kind,
-                                                           envs_per_stream, inference_batch_size), daemon=True,
+                                                           envs_per_stream, inference_batch_size, aio_listeners),
+                         daemon=True,
                          name="many_actors-server")
     server.start()
     clients: list = []
@@ -596,6 +602,7 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
         target = _client_main_aio if client == "aio" else _client_main
         clients = [ctx.Process(target=target, args=(i, address, tasks[i], shared, start_at, stop, results),
                                daemon=True, name=f"many_actors-client-{i}") for i in range(processes)]
+        t_clients = time.time()
         for p in clients:
             p.start()
         sampler = Sampler(server_pid, [p.pid for p in clients], sample_period)
@@ -603,6 +610,7 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
 
         ready = sum(msg[2] for msg in _collect(results, "ready", clients, setup_deadline + 60, notes))
         setup_s = time.time() - t_begin
+        connect_s = time.time() - t_clients
         if ready < n:
             notes.append(f"only {ready} of {n} streams stepped within the {setup_timeout:.0f} s setup time")
         if real_learner:  # its train step is traced (seconds of stall) before the window, not in it
@@ -661,19 +669,29 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
     samples = [(t - window_start, th, rss, fds) for t, th, rss, fds in sampler.samples]
     client_threads = [(t - window_start, th) for t, th in sampler.client_threads]
     return dict(
-        n=n, processes=processes, ready=ready, round_trips=int(all_lat.size), rate=all_lat.size / seconds,
+        n=n, label=server_label(server_kind, aio_listeners), processes=processes, ready=ready, round_trips=int(all_lat.size), rate=all_lat.size / seconds,
         p50_ms=1e3 * float(np.percentile(all_lat, 50)) if all_lat.size else float("nan"),
         p99_ms=1e3 * float(np.percentile(all_lat, 99)) if all_lat.size else float("nan"),
         errors=dict(errors), error_messages=messages, notes=notes, samples=samples, client_threads=client_threads,
         sockets=sockets, ends=all_ends, stats=stats, seconds=seconds,
         server_cpu=cpu.seconds.get("server", 0.0) / cpu.wall,
         clients_cpu=sum(v for k, v in cpu.seconds.items() if k.startswith("client ")) / cpu.wall,
-        setup_s=setup_s, window_end_s=window_end - window_start, local_stream=local_stream, connection=connection, client=client,
+        setup_s=setup_s, connect_s=connect_s, window_end_s=window_end - window_start, local_stream=local_stream, connection=connection, client=client,
         real_learner=real_learner, server_kind=server_kind, envs_per_stream=envs_per_stream,
         inference_batch_size=inference_batch_size)
 
 
 # ------------------------------------------------------------------------------------------------ analysis
+
+
+def server_label(server_kind: str, aio_listeners: int | None) -> str:
+    """How the tables name a server: its kind, and for aio its listeners."""
+    if server_kind != "aio":
+        return server_kind
+    from seed_rl.transport.server import AIO_LISTENERS
+
+    listeners = AIO_LISTENERS if aio_listeners is None else aio_listeners
+    return f"aio x{listeners}"
 
 
 def window_samples(result: dict) -> list:
@@ -728,14 +746,15 @@ def results_table(results: list[dict]) -> str:
         client_max = max((t for _, t in r["client_threads"]), default=0)
         socks = ", ".join(str(s) for s in r["sockets"])
         rows.append((
-            r["server_kind"], r["n"], f"{r['ready']}/{r['n']}", _codes(setup_errors(r)), _codes(window_errors(r)),
+            r["label"], r["n"], f"{r['ready']}/{r['n']}", f"{r['connect_s']:.1f} s", _codes(setup_errors(r)),
+            _codes(window_errors(r)),
             f"{r['rate']:,.0f}", f"{r['p50_ms']:.2f} ms", f"{r['p99_ms']:.2f} ms",
             f"{th['start']} / {th['max']}", f"{_mib(mid)} -> {_mib(end)}",
             "n/a" if growth is None else f"{100 * growth:+.1f}%",
             f"{r['stats'].get('mean_batch_rows', 0.0):.1f}", f"{100 * r['server_cpu']:.0f}%",
             f"{100 * r['clients_cpu']:.0f}%", f"{r['processes']} / {client_max} / {socks}"))
     return _common.markdown_table(
-        ["server", "streams", "stepped", "errors before the window", "errors in the window", "round trips/s", "p50", "p99",
+        ["server", "streams", "stepped", "connected in", "errors before the window", "errors in the window", "round trips/s", "p50", "p99",
          "server threads (start / max)", "server RSS MiB (mid -> end)", "RSS growth, 2nd half",
          "mean batch rows", "server CPU", "clients CPU", "client procs / threads / sockets each"], rows)
 
@@ -847,6 +866,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds for every stream to connect and step once (default 30 + 0.1 N)")
     parser.add_argument("--server_kind", choices=("threads", "aio", "both"), default="both",
                         help="the gRPC server's concurrency design; both: each N with each kind, in this run")
+    parser.add_argument("--aio_listeners", default="",
+                        help="comma-separated listener counts for the aio kind, each measured in this run (e.g. "
+                             "1,8); default: the server's (seed_rl.transport.server.AIO_LISTENERS)")
     parser.add_argument("--no_write", action="store_true", help="print only; leave RESULTS.md alone")
     parser.add_argument("--section", default="many_actors",
                         help="the RESULTS.md section this run replaces (e.g. many_actors_10min for the long run)")
@@ -862,23 +884,30 @@ def main(argv: list[str] | None = None) -> int:
           f"{'same-host socket' if args.local_stream else 'gRPC'}, "
           f"{'real learner' if args.real_learner else 'numpy handler'}; load {load_before}", flush=True)
     kinds = ["threads", "aio"] if args.server_kind == "both" else [args.server_kind]
+    listener_counts: list[int | None] = [int(x) for x in args.aio_listeners.split(",") if x.strip()] or [None]
+    if args.real_learner and listener_counts != [None]:
+        parser.error("--aio_listeners is for the numpy handler's server (the learner starts its own)")
+    variants = [(kind, listeners) for kind in kinds
+                for listeners in (listener_counts if kind == "aio" else [None])]
     results = []
-    for n, kind in [(n, kind) for n in streams for kind in kinds]:
+    for n, (kind, listeners) in [(n, v) for n in streams for v in variants]:
         r = run_streams(n, seconds=args.seconds, warmup=args.warmup, client_processes=args.client_processes,
                         local_stream=args.local_stream, real_learner=args.real_learner, connection=args.connection,
                         env_step_ms=args.env_step_ms, setup_timeout=args.setup_timeout, server_kind=kind,
-                        client=args.client)
+                        client=args.client, aio_listeners=listeners)
         th = thread_stats(r)
-        print(f"  {kind} N={n}: {r['rate']:,.0f} round trips/s, p50 {r['p50_ms']:.2f} ms, p99 {r['p99_ms']:.2f} ms, "
+        print(f"  {r['label']} N={n}: {r['rate']:,.0f} round trips/s, p50 {r['p50_ms']:.2f} ms, p99 {r['p99_ms']:.2f} ms, "
               f"errors {sum(r['errors'].values())}, server threads max {th['max']} "
-              f"(setup {r['setup_s']:.1f} s)", flush=True)
+              f"(connected in {r['connect_s']:.1f} s)", flush=True)
         for note in r["notes"]:
             print(f"    note: {note}", flush=True)
         results.append(r)
 
-    notes = [f"- {r['server_kind']} N={r['n']}: {note}" for r in results for note in r["notes"]]
-    messages = [f"- {r['server_kind']} N={r['n']}: `{m[:300]}`" for r in results for m in r["error_messages"][:3]]
-    per_kind = {kind: [r for r in results if r["server_kind"] == kind] for kind in kinds}
+    notes = [f"- {r['label']} N={r['n']}: {note}" for r in results for note in r["notes"]]
+    messages = [f"- {r['label']} N={r['n']}: `{m[:300]}`" for r in results for m in r["error_messages"][:3]]
+    per_kind: dict[str, list[dict]] = {}
+    for r in results:
+        per_kind.setdefault(r["label"], []).append(r)
     carrier = "the same-host Unix socket" if args.local_stream else "gRPC"
     server_kind = ("`Learner` (CartPole specs, MLP 8, no LSTM, training thread on)" if args.real_learner
                    else "`InferenceServer` answering zeros from numpy")
@@ -891,8 +920,9 @@ def main(argv: list[str] | None = None) -> int:
         + f"{'its own TCP connection' if args.connection == 'per_stream' else 'the connection of its process'}, "
         f"spread over {args.client_processes} client processes, stream over {carrier} to a server process: "
         f"{server_kind}, num_envs = N, env_batch_size 1, inference batch max(1, N // 2), max_batch_wait_ms "
-        f"{MAX_BATCH_WAIT_MS:g}; gRPC server {' and '.join(f'`{k}`' for k in kinds)} (threads: the default pool, 2 "
-        f"per task + 8; aio: one event loop thread). {args.warmup:g} s unmeasured, then "
+        f"{MAX_BATCH_WAIT_MS:g}; gRPC server {' and '.join(f'`{k}`' for k in per_kind)} (threads: the default pool, 2 "
+        f"per task + 8; aio xL: L grpc.aio servers sharing the port and one event loop thread). Connected in: from the "
+        f"client processes' start until every stream had stepped once. {args.warmup:g} s unmeasured, then "
         f"{args.seconds:g} s measured per N; 127.0.0.1. Server threads / RSS / open files from "
         f"`/proc/<server pid>/status` every {min(1.0, max(0.1, args.seconds / 30)):.2g} s; CPU over the window from "
         f"`/proc/<pid>/stat` (100% = one core; the machine has {os.cpu_count()}); an actor that meets an "

@@ -91,9 +91,10 @@ PRECISIONS = ("float32", "bfloat16")
 """The learner's ``precision`` values: the networks' compute dtype. float16 is not offered: it needs loss scaling
 (its range is small), which bfloat16, with float32's range, does not."""
 
-AUTO_GRPC_SERVER_MAX_THREAD_TASKS = 64
-"""``grpc_server="auto"`` serves up to this many actor tasks with the thread pool (2 threads each), more with
-grpc.aio (benchmarks/many_actors.py measured both; docs/transport.md, "Server concurrency")."""
+AUTO_GRPC_SERVER = "aio"
+"""The server kind ``grpc_server="auto"`` (the default) stands for: grpc.aio, the cheaper of the two per message
+at every number of actors and envs per message measured (benchmarks/learner_capacity.py and
+benchmarks/many_actors.py, both kinds in one run; docs/transport.md, "Server concurrency")."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,10 +180,10 @@ class RunConfig:
         "", "W&B mode: online, offline (logged under <logdir>/wandb for `wandb sync` later) or disabled; empty: "
         "W&B's default ($WANDB_MODE, else online).")
     grpc_server: str = field(
-        "auto", "How the learner's gRPC server runs the actors' streams: threads (a thread pool, two threads per "
-        "actor task; the fastest up to a few dozen actors), aio (grpc.aio, one event loop thread for every stream; "
-        "its thread count does not grow with the actors) or auto (threads up to "
-        "AUTO_GRPC_SERVER_MAX_THREAD_TASKS actor tasks, aio beyond; docs/transport.md, \"Server concurrency\")."
+        "auto", "How the learner's gRPC server runs the actors' streams: aio (grpc.aio, one event loop thread for "
+        "every stream; its thread count does not grow with the actors), threads (a thread pool, two threads per "
+        "actor task) or auto (aio: it costs the learner less CPU per message at every number of actors measured; "
+        "docs/transport.md, \"Server concurrency\")."
     )
     fast_inference_call: bool = field(
         True, "Call the compiled inference step through TensorFlow's internal flat-call path and, on a CPU-only "
@@ -226,11 +227,8 @@ class RunConfig:
 
     @property
     def resolved_grpc_server(self) -> str:
-        """The server kind "auto" stands for, given the number of actor tasks."""
-        if self.grpc_server != "auto":
-            return self.grpc_server
-        tasks = self.resolved_num_envs // self.env_batch_size
-        return "threads" if tasks <= AUTO_GRPC_SERVER_MAX_THREAD_TASKS else "aio"
+        """The server kind the learner serves with: ``grpc_server``, "auto" being ``AUTO_GRPC_SERVER``."""
+        return AUTO_GRPC_SERVER if self.grpc_server == "auto" else self.grpc_server
 
     @property
     def resolved_unroll_queue_size(self) -> int:

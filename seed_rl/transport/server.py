@@ -23,10 +23,13 @@ Every error is a gRPC status whose details say what to do, plus a short reason i
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import concurrent.futures
+import errno
 import logging
 import queue
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -58,6 +61,10 @@ if TYPE_CHECKING:
 __all__ = ["SERVER_KINDS", "SERVER_OPTIONS", "InferenceServer", "validate_step_batch"]
 
 SERVER_KINDS = ("threads", "aio")
+AIO_LISTENERS = 16
+"""grpc.aio servers (on one event loop, one port) that the "aio" kind starts. grpc.aio takes up new calls one at
+a time per server, a few event-loop iterations each, and an iteration grows with the streams already stepping;
+several servers take up calls side by side (docs/transport.md, "Connecting a thousand actors")."""
 """How the gRPC server runs its streams: "threads" (a worker thread and a reader thread per live stream) or "aio"
 (grpc.aio: every stream a coroutine on one event loop thread)."""
 
@@ -208,6 +215,9 @@ class InferenceServer:
       auth_token: when non-empty, actors must present it (handshake field and stream metadata).
       server_kind: "threads" or "aio" (see ``SERVER_KINDS``); the same contract either way. "aio" keeps the
         learner's thread count independent of the number of actors (docs/transport.md, "Server concurrency").
+      aio_listeners: "aio" only: grpc.aio servers that share the port (``SO_REUSEPORT``, so the kernel spreads
+        the actors' connections over them) and the event loop; each takes up new calls on its own, so actors
+        connect that many times faster while others step. Default ``AIO_LISTENERS``; 1: a single server.
       max_workers: "threads" only: worker threads; each live gRPC stream holds one. Default: 2 per task + 8. A task has at most 2
         live streams (its actor's, and a predecessor's that is still open, see ``SessionCore.attach_stream``),
         and gRPC streams beyond ``max_workers - 8`` are refused at once (RESOURCE_EXHAUSTED), so 8 threads are
@@ -235,6 +245,7 @@ class InferenceServer:
         wait_for_full_batch: bool = False,
         auth_token: str = "",
         server_kind: str = "threads",
+        aio_listeners: int = AIO_LISTENERS,
         max_workers: int | None = None,
         server_credentials: grpc.ServerCredentials | None = None,
         local_stream: bool = True,
@@ -265,6 +276,9 @@ class InferenceServer:
         if server_kind not in SERVER_KINDS:
             raise ValueError(f"server_kind must be one of {', '.join(SERVER_KINDS)}, got {server_kind!r}")
         self._server_kind = server_kind
+        if aio_listeners < 1:
+            raise ValueError(f"aio_listeners must be >= 1, got {aio_listeners}")
+        self._aio_listeners = int(aio_listeners)
         num_tasks = self._num_envs // self._env_batch_size
         self._max_workers = max_workers or 2 * num_tasks + _HANDSHAKE_THREADS
         if self._max_workers <= _HANDSHAKE_THREADS:
@@ -278,6 +292,7 @@ class InferenceServer:
         self._local_stream = bool(local_stream)
         self._local: LocalStreamServer | None = None  # while serving
         self._server: grpc.Server | grpc.aio.Server | None = None
+        self._more_servers: list[grpc.aio.Server] = []  # the "aio" kind's other listeners, while serving
         self._aio: AioLoop | None = None  # the event loop of the "aio" kind, while serving
         self._core: SessionCore | None = None
         self._servicer: _Servicer | AioServicer | None = None
@@ -321,7 +336,7 @@ class InferenceServer:
             if self._server_kind == "aio":
                 aio = AioLoop()
                 try:
-                    server, servicer, port = aio.run(self._start_aio(core))
+                    server, servicer, port, self._more_servers = aio.run(self._start_aio(core))
                 except BaseException:
                     aio.close()
                     raise
@@ -344,16 +359,17 @@ class InferenceServer:
         )
         return port
 
-    def _bind(self, server: grpc.Server | grpc.aio.Server) -> int:
+    def _bind(self, server: grpc.Server | grpc.aio.Server, address: str | None = None) -> int:
+        address = address or self._address
         try:
             if self._credentials is None:
-                port = server.add_insecure_port(self._address)
+                port = server.add_insecure_port(address)
             else:
-                port = server.add_secure_port(self._address, self._credentials)
+                port = server.add_secure_port(address, self._credentials)
         except RuntimeError as e:
-            raise OSError(f"cannot listen on {self._address}: {e}") from e
+            raise OSError(f"cannot listen on {address}: {e}") from e
         if port == 0:
-            raise OSError(f"cannot listen on {self._address} (address in use or invalid)")
+            raise OSError(f"cannot listen on {address} (address in use or invalid)")
         return port
 
     def _start_threads(self, core: SessionCore) -> tuple[grpc.Server, _Servicer, int]:
@@ -369,13 +385,35 @@ class InferenceServer:
         server.start()
         return server, servicer, port
 
-    async def _start_aio(self, core: SessionCore) -> tuple[grpc.aio.Server, AioServicer, int]:
+    async def _start_aio(
+        self, core: SessionCore
+    ) -> tuple[grpc.aio.Server, AioServicer, int, list[grpc.aio.Server]]:
+        """The grpc.aio servers: the first binds the address (a free port for port 0), the others the same port,
+        all serving one servicer on this loop."""
         servicer = AioServicer(core)
-        server = grpc.aio.server(options=SERVER_OPTIONS)
-        pb_grpc.add_LearnerServicer_to_server(servicer, server)
-        port = self._bind(server)
-        await server.start()
-        return server, servicer, port
+        shared = self._aio_listeners > 1
+        if shared:
+            # SO_REUSEPORT lets every socket that sets it bind the port, also another learner's: refuse a port
+            # that something listens on already (the reason SERVER_OPTIONS turns it off).
+            refuse_busy_port(self._address)
+        options = _with_option(SERVER_OPTIONS, "grpc.so_reuseport", int(shared))
+        servers: list[grpc.aio.Server] = []
+        try:
+            for i in range(self._aio_listeners):
+                server = grpc.aio.server(options=options)
+                pb_grpc.add_LearnerServicer_to_server(servicer, server)
+                servers.append(server)
+                if i == 0:
+                    port = self._bind(server)
+                    host = self._address.rsplit(":", 1)[0]
+                else:
+                    self._bind(server, f"{host}:{port}")
+                await server.start()
+        except BaseException:
+            for server in servers:
+                await server.stop(None)
+            raise
+        return servers[0], servicer, port, servers[1:]
 
     @property
     def server_kind(self) -> str:
@@ -410,8 +448,10 @@ class InferenceServer:
             time.sleep(FINISHED_NOTICE_S)
         grace = _DEFAULT_GRACE_S if grace is None else grace
         if self._aio is not None:
+            servers = [server, *self._more_servers]
+            self._more_servers = []
             try:
-                self._aio.run(server.stop(grace), timeout=grace + 5.0)  # type: ignore[arg-type]
+                self._aio.run(_stop_all(servers, grace), timeout=grace + 5.0)  # type: ignore[arg-type]
             finally:
                 self._aio.close()
                 self._aio = None
@@ -446,6 +486,43 @@ class InferenceServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+async def _stop_all(servers: list, grace: float) -> None:
+    await asyncio.gather(*(server.stop(grace) for server in servers))
+
+
+def _with_option(options: tuple, name: str, value: object) -> tuple:
+    return tuple(o for o in options if o[0] != name) + ((name, value),)
+
+
+def refuse_busy_port(address: str) -> None:
+    """Raises OSError when something listens on ``address``'s port already (a fixed port only; port 0 picks a
+    free one). A probe socket binds the address without ``SO_REUSEPORT``, which fails while any socket listens on
+    the port; names that do not resolve are left to gRPC's bind, which reports them."""
+    host, _, port_text = address.rpartition(":")
+    try:
+        port = int(port_text)
+    except ValueError:
+        return
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host.strip("[]") or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError:
+        return
+    for family, kind, proto, _, sockaddr in infos:
+        with socket.socket(family, kind, proto) as probe:
+            # As gRPC's own sockets: a port whose old connections linger in TIME_WAIT (a learner that restarts)
+            # binds; one that a socket listens on does not.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(sockaddr)
+            except OSError as e:
+                if e.errno == errno.EADDRINUSE:
+                    raise OSError(
+                        f"cannot listen on {address}: port {port} is in use (is another learner running there?)"
+                    ) from None
 
 
 MIN_PING_INTERVAL_ARG = "grpc.http2.min_ping_interval_without_data_ms"

@@ -25,6 +25,7 @@ import pytest
 
 from seed_rl.config import AUTH_TOKEN_ENV
 from seed_rl.transport.client import CHANNEL_OPTIONS
+from seed_rl.transport.server import AIO_LISTENERS
 from tests.certs import self_signed_cert
 from tests.integration import test_train_cartpole as cartpole
 from tests.integration.helpers import TrainProcess, best_rolling_mean, episodes, first_frames_reaching
@@ -179,7 +180,8 @@ def test_learner_and_actors_in_two_network_namespaces(tmp_path, two_hosts):
         # (gRPC listens on an IPv6 socket: ss shows the address v4-mapped, [::ffff:10.213.0.1]:8686.)
         listening = [re.sub(r"^\[::ffff:(.*)\]", r"\1", line.split()[3]) for line in
                      two_hosts.run(two_hosts.learner_ns, "ss", "-Hltn").stdout.splitlines() if line.strip()]
-        assert listening == [f"{LEARNER_IP}:{PORT}"], listening
+        # The default grpc.aio server's listeners share the port, one socket each.
+        assert listening == [f"{LEARNER_IP}:{PORT}"] * AIO_LISTENERS, listening
         # The root namespace (this process's) has no such socket: the learner is on its own "host".
         assert LEARNER_IP not in subprocess.run(["ss", "-Hltn"], capture_output=True, text=True).stdout
         assert _connect_from(two_hosts, two_hosts.learner_ns, "127.0.0.1", PORT) == "ConnectionRefusedError"

@@ -48,7 +48,10 @@ def test_a_nan_network_gets_each_batch_refused_with_a_clear_error_and_the_learne
     actors and the unroll store and then kill the training thread. Now each batch is refused, with a message that
     says why, and the learner keeps serving: when the weights are healthy again, steps work."""
     learner = Learner(_config(tmp_path, fast_inference_call=fast))
-    weights = learner.agent.trainable_variables[0]
+    # The policy head's bias: NaN logits whatever the layers below compute. (A NaN first kernel was used before,
+    # but the observations here are zeros, and some CPUs' matrix multiply gives 0 for 0 x NaN, so the logits
+    # stayed finite on those machines.)
+    weights = learner.agent.network.policy_head.bias
     healthy = weights.numpy()
     weights.assign(np.full_like(healthy, np.nan))
     port = learner.start()

@@ -1084,6 +1084,72 @@ def test_local_stream_survives_a_learner_restart_on_the_same_port(cluster):
     assert client.carrier == cluster.carrier
 
 
+def _listening_sockets(port: int) -> int:
+    """Sockets in LISTEN state on ``port`` (IPv4 and IPv6), from /proc/net."""
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                lines = f.readlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":  # 0A: TCP_LISTEN
+                count += 1
+    return count
+
+
+def test_a_second_server_on_the_same_port_is_refused(cluster):
+    """Two learners on one port would silently share the actors: whatever the kinds, the second one is refused
+    (the aio kind's listeners share their port through SO_REUSEPORT, so it probes the port first)."""
+    handler = Handler()
+    server = cluster.server(handler)
+    for kind, listeners in (("threads", 16), ("aio", 1), ("aio", 16)):
+        with pytest.raises(OSError, match="cannot listen on"):
+            cluster.server(address=f"127.0.0.1:{server.port}", server_kind=kind, aio_listeners=listeners)
+    assert_server_still_serves(cluster, server, handler)
+
+
+def test_the_aio_servers_listeners_share_one_port(cluster):
+    """The aio kind binds ``aio_listeners`` sockets to its port (the kernel spreads the connections over them)
+    and every actor, whichever listener took its connection, gets its own actions."""
+    if cluster.server_kind != "aio":
+        pytest.skip("listeners are the aio kind's")
+    server = cluster.server(num_envs=24, env_batch_size=1, inference_batch_size=8, aio_listeners=4)
+    if sys.platform.startswith("linux"):
+        assert _listening_sockets(server.port) == 4
+    clients = [cluster.client(server, task, channel_options=(("grpc.use_local_subchannel_pool", 1),))
+               for task in range(24)]
+    answers = [background(c.step, make_step([task], step=3)) for task, c in enumerate(clients)]
+    for task, answer in enumerate(answers):
+        assert answer.result(LIVENESS_S).tolist() == expected_actions([task], 3)
+    assert server.stats()["handshakes_total"] == 24
+    with pytest.raises(ValueError, match="aio_listeners"):
+        cluster.server(aio_listeners=0)
+
+
+def test_the_port_probe_refuses_a_listened_port_but_not_a_lingering_one():
+    """``refuse_busy_port``: a port something listens on is refused; a port whose closed connections linger in
+    TIME_WAIT (a learner that restarts) is not; port 0 and names that do not resolve are left to gRPC."""
+    from seed_rl.transport.server import refuse_busy_port
+
+    with socket.socket() as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC's listening sockets
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        with pytest.raises(OSError, match=f"port {port} is in use"):
+            refuse_busy_port(f"127.0.0.1:{port}")
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            accepted, _ = listener.accept()
+            accepted.close()  # the listening side closes first: its end lingers in TIME_WAIT
+            client.recv(1)
+    refuse_busy_port(f"127.0.0.1:{port}")
+    refuse_busy_port("127.0.0.1:0")
+    refuse_busy_port("no-such-host.invalid:5000")
+
+
 # ------------------------------------------------------------------------ many, superseded and idle streams
 
 

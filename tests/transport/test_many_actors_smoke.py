@@ -60,7 +60,8 @@ def test_server_thread_and_rss_samples(result):
 
 
 def test_tables_render(result):
-    assert f"| {result['server_kind']} | 100 | 100/100 |" in many_actors.results_table([result])
+    assert f"| {result['label']} | 100 | 100/100 | {result['connect_s']:.1f} s |" in many_actors.results_table([result])
+    assert 0 < result["connect_s"] < 20.0
     assert "server threads" in many_actors.timeline_table(result)
     line, rows = many_actors.targets([result])
     assert "N=100" in line and len(rows) == 4
