@@ -87,9 +87,9 @@ def auto_inference_batch_size(num_envs: int, env_batch_size: int) -> int:
 
 STRATEGIES = ("auto", "mirrored", "tpu")
 """The learner's ``strategy`` values (``seed_rl/learner/devices.py``)."""
-PRECISIONS = ("float32", "bfloat16")
-"""The learner's ``precision`` values: the networks' compute dtype. float16 is not offered: it needs loss scaling
-(its range is small), which bfloat16, with float32's range, does not."""
+PRECISIONS = ("float32", "bfloat16", "float16")
+"""The learner's ``precision`` values: the compute dtype of the networks' torsos. float16, whose range is small,
+trains with dynamic loss scaling (seed_rl/learner/loss_scale.py); bfloat16 has float32's range and needs none."""
 
 AUTO_GRPC_SERVER = "aio"
 """The server kind ``grpc_server="auto"`` (the default) stands for: grpc.aio, the cheaper of the two per message
@@ -211,8 +211,9 @@ class RunConfig:
         "on a GPU or TPU."
     )
     precision: str = field(
-        "float32", "Compute dtype of the networks' torsos: float32, or bfloat16 (mixed precision: TPUs, GPUs from "
-        "Ampere on, CPUs with AVX-512 BF16 or AMX); variables, LSTM, heads and losses stay float32."
+        "float32", "Compute dtype of the networks' torsos: float32; bfloat16 (mixed precision: TPUs, GPUs from "
+        "Ampere on, CPUs with AVX-512 BF16 or AMX); or float16 (mixed precision with dynamic loss scaling: NVIDIA "
+        "GPUs from Volta on, e.g. V100, T4). Variables, LSTM, heads and losses stay float32."
     )
 
     @property

@@ -169,6 +169,11 @@ class DeviceLayer:
         return int(self.strategy.num_replicas_in_sync)
 
     @property
+    def loss_scaling(self) -> bool:
+        """Whether the trainer scales the loss (``--precision=float16``: ``seed_rl/learner/loss_scale.py``)."""
+        return self.precision == "float16"
+
+    @property
     def distributed(self) -> bool:
         """Training goes through ``strategy.run`` (mirrored or TPU), even with one replica."""
         return self.kind != "auto"

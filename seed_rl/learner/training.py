@@ -16,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from seed_rl.learner import fast_call as fast_call_lib
+from seed_rl.learner.loss_scale import DynamicLossScale
 from seed_rl.ops.unrolls import time_major
 from seed_rl.types import Agent, ArraySpec, Feed, ReplayFeed, TransitionAgent, Unroll, UpdateSchedule
 
@@ -286,6 +287,10 @@ class Trainer:
         # target hook stay outside (their control flow and cross-replica ops are not XLA's).
         self._loss_and_grads = tf.function(self._gradients, jit_compile=True) if jit else self._gradients
         self._clip: Optional[Callable[[list], list]] = None
+        self.loss_scale: Optional[DynamicLossScale] = None
+        if devices is not None and devices.loss_scaling:
+            with devices.scope():
+                self.loss_scale = DynamicLossScale()
         if devices is not None and devices.distributed:
             with devices.scope():
                 self.optimizer.build(agent.trainable_variables)
@@ -430,11 +435,16 @@ class Trainer:
     def _update(self, batch, weights, update):
         inputs, data_versions = self._inputs(batch)
         variables = self.agent.trainable_variables
-        result, grads = self._loss_and_grads(inputs, weights, None)
+        scale = None if self.loss_scale is None else tf.convert_to_tensor(self.loss_scale.scale)
+        result, grads = self._loss_and_grads(inputs, weights, scale)
         metrics = dict(result.metrics)
-        metrics["learner/grad_norm"] = tf.linalg.global_norm([g for g in grads if g is not None])
-        self.optimizer.apply_gradients(
-            [(g, v) for g, v in zip(grads, variables) if g is not None])
+        present = [(g, v) for g, v in zip(grads, variables) if g is not None]
+        if self.loss_scale is None:
+            metrics["learner/grad_norm"] = tf.linalg.global_norm([g for g, _ in present])
+            self.optimizer.apply_gradients(present)
+        else:
+            unscaled, finite = self.loss_scale.unscale([g for g, _ in present])
+            metrics.update(self._apply_if_finite(unscaled, [v for _, v in present], finite))
         version = tf.cast(self.policy_version, tf.float32)
         metrics["learner/policy_lag"] = version - tf.reduce_mean(tf.cast(data_versions, tf.float32))
         metrics["learner/target_updated"] = tf.cast(self.agent.update_targets(update), tf.float32)
@@ -442,6 +452,23 @@ class Trainer:
         if result.priorities is None:  # a flat call returns tensors only
             return {"metrics": metrics}
         return {"metrics": metrics, "priorities": result.priorities}
+
+    def _apply_if_finite(self, grads: list, variables: list, finite) -> Dict[str, Any]:
+        """Loss scaling on one device: applies ``grads`` (already unscaled) only when ``finite``, then updates the
+        scale; returns the step's loss-scaling metrics and its gradient norm (0 for a skipped step, whose norm is
+        not a number). The optimizer's own clipping applies inside the update."""
+        assert self.loss_scale is not None
+
+        def apply():
+            self.optimizer.apply_gradients(list(zip(grads, variables)))
+            return tf.constant(True)
+
+        tf.cond(finite, apply, lambda: tf.constant(False))
+        metrics = {"learner/grad_norm": tf.where(finite, tf.linalg.global_norm(grads), 0.0),
+                   "learner/skipped_update": 1.0 - tf.cast(finite, tf.float32),
+                   "learner/loss_scale": tf.convert_to_tensor(self.loss_scale.scale)}
+        self.loss_scale.update(finite)
+        return metrics
 
     def _current_learning_rate(self):
         """The optimizer's learning rate after this update (a schedule's value at its new iteration count), as a
@@ -462,28 +489,59 @@ class Trainer:
 
         Metrics are combined across replicas by name: a name ending in ``max`` or ``min`` by maximum or minimum,
         any other by the mean (exact for a metric that is a mean over the batch's sequences).
+
+        With loss scaling the replicas compute, all-reduce, unscale and clip the gradients, and the update is
+        applied afterwards from cross-replica context, only if they are finite: a ``tf.cond`` in replica context
+        cannot hold the optimizer's update (it synchronizes the replicas), which is also how Keras's
+        ``LossScaleOptimizer`` does it.
         """
         devices = self.devices
         replicas = devices.num_replicas
         variables = self.agent.trainable_variables
+        present_variables: list = []  # those with a gradient, found while tracing the replica step
 
         def replica_step(batch, weights):
             inputs, data_versions = self._inputs(batch)
-            result, grads = self._loss_and_grads(inputs, weights, tf.constant(1.0 / replicas))
+            scale = tf.constant(1.0 / replicas)
+            if self.loss_scale is not None:
+                scale = scale * tf.convert_to_tensor(self.loss_scale.scale)
+            result, grads = self._loss_and_grads(inputs, weights, scale)
             present = [(g, v) for g, v in zip(grads, variables) if g is not None]
             context = tf.distribute.get_replica_context()
             mean = context.all_reduce(tf.distribute.ReduceOp.SUM, [g for g, _ in present])
             metrics = dict(result.metrics)
-            metrics["learner/grad_norm"] = tf.linalg.global_norm(mean)
-            clipped = self._clip(mean)
-            self.optimizer.apply_gradients([(g / replicas, v) for g, (_, v) in zip(clipped, present)])
             version = tf.cast(self.policy_version, tf.float32)
             metrics["learner/policy_lag"] = version - tf.reduce_mean(tf.cast(data_versions, tf.float32))
-            metrics["learning_rate"] = self._current_learning_rate()
-            return metrics, result.priorities
+            if self.loss_scale is None:
+                metrics["learner/grad_norm"] = tf.linalg.global_norm(mean)
+                clipped = self._clip(mean)
+                self.optimizer.apply_gradients([(g / replicas, v) for g, (_, v) in zip(clipped, present)])
+                metrics["learning_rate"] = self._current_learning_rate()
+                return metrics, result.priorities
+            present_variables[:] = [v for _, v in present]
+            unscaled, finite = self.loss_scale.unscale(mean)
+            metrics["learner/grad_norm"] = tf.where(finite, tf.linalg.global_norm(unscaled), 0.0)
+            return metrics, result.priorities, [g / replicas for g in self._clip(unscaled)], finite
 
-        metrics, priorities = devices.run(replica_step, (batch, weights))
+        if self.loss_scale is None:
+            metrics, priorities = devices.run(replica_step, (batch, weights))
+        else:
+            metrics, priorities, applied, finite = devices.run(replica_step, (batch, weights))
+            finite = devices.local_results(finite)[0]  # the same on every replica: the gradients are all-reduced
+
+            def apply():
+                devices.run(lambda grads: self.optimizer.apply_gradients(list(zip(grads, present_variables))),
+                            (applied,))
+                return tf.constant(True)
+
+            tf.cond(finite, apply, lambda: tf.constant(False))
+            scale_used = tf.convert_to_tensor(self.loss_scale.scale)
+            self.loss_scale.update(finite)
         metrics = {name: devices.reduce(name, value) for name, value in metrics.items()}
+        if self.loss_scale is not None:
+            metrics["learning_rate"] = self._current_learning_rate()
+            metrics["learner/skipped_update"] = 1.0 - tf.cast(finite, tf.float32)
+            metrics["learner/loss_scale"] = scale_used
         if priorities is not None:
             priorities = tf.concat(devices.local_results(priorities), axis=0)
         metrics["learner/target_updated"] = tf.cast(self.agent.update_targets(update), tf.float32)

@@ -5,6 +5,10 @@
 Observations are vectors ``[..., D]`` (any leading dimensions: ``[B]`` at inference, ``[T, B]`` in a loss). The
 MLP networks are feed-forward (recurrent state ``()``); ``SACLSTMNetwork`` carries one LSTM state per head.
 
+Under a mixed-precision policy (the learner's ``--precision``) the hidden layers of the MLPs compute in the low
+precision; the LSTMs and every output layer (the heads) keep float32, so the losses see float32 outputs, as
+with the other families' torsos and heads.
+
 SAC's networks share one interface, which its loss uses: ``features(prev_actions, env_outputs, state)`` over
 time-major ``[T, B]`` inputs gives ``(features, final state)``, a nest with leading ``[T, B]`` (sliced over time
 by the loss), and ``action_params(features)``, ``value(features)``, ``q_values(features, action)`` read it.
@@ -31,7 +35,7 @@ class MLP(keras.layers.Layer):
     def __init__(self, sizes: Sequence[int], output_size: int, activation: str = "relu", **kwargs):
         super().__init__(**kwargs)
         self.hidden = [keras.layers.Dense(int(n), activation=activation) for n in sizes]
-        self.out = keras.layers.Dense(int(output_size))
+        self.out = keras.layers.Dense(int(output_size), dtype="float32")  # a head: float32 under any policy
 
     def call(self, x):
         for layer in self.hidden:
@@ -97,9 +101,11 @@ class SACNetwork(keras.Model):
 
 def _mlp(sizes: Sequence[int], activation: str, name: str) -> keras.Sequential:
     """The original's ``create_mlp``: Dense layers of ``sizes``, the hidden ones with ``activation``, the last one
-    linear."""
+    linear and float32 under any dtype policy (its output goes into an LSTM, a concatenation or a head)."""
     sizes = [int(n) for n in sizes]
-    return keras.Sequential([keras.layers.Dense(n, activation=activation if i < len(sizes) - 1 else None)
+    last = len(sizes) - 1
+    return keras.Sequential([keras.layers.Dense(n, activation=activation if i < last else None,
+                                                **({"dtype": "float32"} if i == last else {}))
                              for i, n in enumerate(sizes)], name=name)
 
 
@@ -111,7 +117,7 @@ class _RecurrentBranch(keras.layers.Layer):
     def __init__(self, lstm_sizes, pre_sizes, post_sizes, ff_sizes, activation: str, **kwargs):
         super().__init__(**kwargs)
         self.pre = _mlp(pre_sizes, activation, "pre_mlp")
-        self.cores = [ResettingLSTM(int(n), name=f"lstm_{i}") for i, n in enumerate(lstm_sizes)]
+        self.cores = [ResettingLSTM(int(n), name=f"lstm_{i}", dtype="float32") for i, n in enumerate(lstm_sizes)]
         self.ff = _mlp(ff_sizes, activation, "ff_mlp")
         self.post = _mlp(post_sizes, activation, "post_mlp")
 
@@ -239,7 +245,7 @@ class ContinuousControlNetwork(keras.Model):
                     layers.append(keras.layers.LayerNormalization(name=f"{name}_norm_{i}"))
                 layers.append(keras.layers.Activation(activation))
             layers.append(keras.layers.Dense(outputs, kernel_initializer=keras.initializers.Orthogonal(gain),
-                                             name=f"{name}_out"))
+                                             name=f"{name}_out", dtype="float32"))  # a head: float32
             return layers
 
         outputs = self.param_size // 2 if self.std_independent_of_input else self.param_size

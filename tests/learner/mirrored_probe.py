@@ -236,11 +236,47 @@ def probe_split() -> dict:
             "weight_change": _max_diff(weights["initial"], weights["auto"])}
 
 
+def probe_float16() -> dict:
+    """V-trace with ``--precision=float16`` (loss scaling) on one device and on two, from the same weights and
+    batches; then a step whose scaled gradients overflow, which both replicas must skip alike."""
+    from seed_rl.learner.loss_scale import MAX_SCALE
+
+    out: dict = {}
+    agents = {}
+    for strategy in ("auto", "mirrored"):
+        layer = devices_lib.DeviceLayer(strategy, precision="float16")
+        with layer.scope(), devices_lib.dtype_policy(layer.dtype_policy()):
+            agent = contract._build("vtrace", "image", seed=3)
+            optimizer = agent.make_optimizer(100)
+        trainer = Trainer(agent, optimizer, tf.Variable(0, dtype=tf.int64), seed=0, devices=layer)
+        rng = np.random.default_rng(7)
+        metrics = []
+        for _ in range(2):
+            unroll = contract._random_unroll(agent, "image", rng, batch_major=True, batch=BATCH)
+            metrics.append({k: float(v) for k, v in trainer.step(tf.nest.map_structure(lambda t: t.numpy(), unroll)
+                                                                   ).metrics.items()})
+        trained = _values(agent.trainable_variables)
+        trainer.loss_scale.scale.assign(MAX_SCALE)
+        unroll = contract._random_unroll(agent, "image", rng, batch_major=True, batch=BATCH)
+        skipped = {k: float(v) for k, v in trainer.step(tf.nest.map_structure(lambda t: t.numpy(), unroll)
+                                                         ).metrics.items()}
+        agents[strategy] = trained
+        out[strategy] = {"metrics": metrics, "skipped": skipped,
+                         "unchanged_by_skip": _max_diff(trained, _values(agent.trainable_variables)) == 0.0,
+                         "scale_after": float(trainer.loss_scale.scale.numpy())}
+        if strategy == "mirrored":
+            out[strategy]["copies_equal"] = _replica_copies_equal(agent.trainable_variables
+                                                                  + list(optimizer.variables))
+    out["weight_diff"] = _max_diff(agents["auto"], agents["mirrored"])
+    return out
+
+
 def main(path: str) -> None:
     report = {f"{name}-{kind}": probe_case(name, kind) for name, kind in CASES}
     report["errors"] = probe_errors()
     report["normalization"] = probe_normalization()
     report["split"] = probe_split()
+    report["float16"] = probe_float16()
     with open(path, "w") as f:
         json.dump(report, f, indent=1)
 

@@ -120,8 +120,8 @@ def test_auto_is_one_device():
     assert layer.num_replicas == 1 and not layer.distributed
     assert layer.describe() == "training on 1 replica (auto: CPU:0), inference on CPU:0"
     layer.check_batch(3)  # one replica: any batch
-    with pytest.raises(devices_lib.DeviceError, match="choose one of float32, bfloat16"):
-        devices_lib.DeviceLayer("auto", precision="float16")
+    with pytest.raises(devices_lib.DeviceError, match="choose one of float32, bfloat16, float16"):
+        devices_lib.DeviceLayer("auto", precision="int8")
 
 
 @pytest.mark.parametrize("case", [("r2d2", "image"), ("vtrace", "vector")])
@@ -160,3 +160,16 @@ def test_the_split_batch_mode_under_mirrored_is_the_single_device_update(probe):
     r = probe["split"]  # advantages per replica slice, concatenated; minibatches of transitions split again
     assert r["weight_change"] > 1e-4
     assert r["weight_diff"] < 1e-5, r
+
+
+def test_float16_under_mirrored_scales_the_loss_and_skips_overflows_on_every_replica(probe):
+    r = probe["float16"]
+    for strategy in ("auto", "mirrored"):
+        steps = r[strategy]["metrics"]
+        assert all(m["learner/skipped_update"] == 0.0 and np.isfinite(m["losses/total"]) for m in steps), steps
+        skipped = r[strategy]["skipped"]
+        assert skipped["learner/skipped_update"] == 1.0 and r[strategy]["unchanged_by_skip"], r[strategy]
+        assert r[strategy]["scale_after"] == 2.0**23  # MAX_SCALE halved
+    assert r["mirrored"]["copies_equal"]
+    # float16 torsos: the two ways of computing the update agree to float16's precision, not float32's.
+    assert r["weight_diff"] < 1e-2, r["weight_diff"]
