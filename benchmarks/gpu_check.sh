@@ -2,7 +2,7 @@
 # One prepared check for a machine with a GPU (the `device` tool, when a workplace lends one; nothing depends on it):
 #   1. what TensorFlow sees (GPUs, their names);
 #   2. train-step throughput of the Atari networks: benchmarks/strategy_scaling.py over 1..N GPUs, with and
-#      without XLA, and bfloat16;
+#      without XLA, and bfloat16 and float16 (loss-scaled);
 #   3. inference round trips through the real learner on the GPU: benchmarks/inference_latency.py;
 #   4. a full Atari Pong run (`seed-rl train`, R2D2, the faithful atari_r2d2 preset) with as many actor processes as
 #      the host has cores, for MINUTES minutes, and its frames/s beside the paper's figure (SEED RL, arXiv

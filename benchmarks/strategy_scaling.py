@@ -1,5 +1,5 @@
 """Train-step throughput of the learner's device layer: one device against ``--strategy=mirrored`` on 2 and 4
-devices, with and without XLA, for the Atari presets' networks.
+devices, with and without XLA, for the Atari presets' networks (on GPUs also bfloat16 and float16).
 
 Without a GPU the devices are logical CPU devices (``--virtual_cpu_devices``): they share the same cores, so on a
 small machine this measures the multi-replica path's overhead, not a speed-up. With GPUs the same script runs the
@@ -144,8 +144,9 @@ def main() -> None:
                 else:
                     configs.append((preset, "mirrored", n, jit,
                                     flags + ["--strategy", "mirrored", "--virtual", str(n)]))
-            if num_gpus:
-                configs.append((preset, "auto", 1, jit, flags + ["--strategy", "auto", "--precision", "bfloat16"]))
+            if num_gpus:  # both mixed precisions: bfloat16 (A100 and later), float16 with loss scaling (V100, T4)
+                for precision in ("bfloat16", "float16"):
+                    configs.append((preset, "auto", 1, jit, flags + ["--strategy", "auto", "--precision", precision]))
     rows = []
     base: dict = {}
     for preset, strategy, n, jit, flags in configs:
@@ -158,7 +159,7 @@ def main() -> None:
             continue
         r = json.loads(res.stdout.strip().splitlines()[-1])
         key = (preset, jit)
-        if strategy == "auto" and "bfloat16" not in r["describe"]:
+        if strategy == "auto" and "mixed" not in r["describe"]:
             base[key] = r["frames_per_s"]
         ratio = r["frames_per_s"] / base[key] if key in base else float("nan")
         rows.append((preset, strategy, r["replicas"], "on" if jit else "off", r["describe"],
