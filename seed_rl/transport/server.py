@@ -512,7 +512,11 @@ def refuse_busy_port(address: str) -> None:
     except OSError:
         return
     for family, kind, proto, _, sockaddr in infos:
-        with socket.socket(family, kind, proto) as probe:
+        try:
+            probe = socket.socket(family, kind, proto)
+        except OSError:  # e.g. no IPv6 on this host: gRPC's bind decides
+            continue
+        with probe:
             # As gRPC's own sockets: a port whose old connections linger in TIME_WAIT (a learner that restarts)
             # binds; one that a socket listens on does not.
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
