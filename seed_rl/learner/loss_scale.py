@@ -60,6 +60,14 @@ class DynamicLossScale:
         and double the scale every ``growth_interval`` finite steps."""
         good = tf.where(finite, self.good_steps + 1, tf.zeros_like(self.good_steps))
         grow = good >= self.growth_interval
-        scale = tf.where(finite, tf.where(grow, tf.minimum(self.scale * 2.0, MAX_SCALE), self.scale), tf.maximum(self.scale / 2.0, 1.0))
-        self.scale.assign(scale)
+        grown = tf.where(grow, tf.minimum(self.scale * 2.0, MAX_SCALE), self.scale)
+        self.scale.assign(tf.where(finite, grown, tf.maximum(self.scale / 2.0, 1.0)))
         self.good_steps.assign(tf.where(grow, tf.zeros_like(good), good))
+
+    def finish(self, finite: tf.Tensor) -> dict:
+        """After a step: its metrics (``learner/skipped_update``, ``learner/loss_scale``: the scale it ran with),
+        then ``update``."""
+        metrics = {"learner/skipped_update": 1.0 - tf.cast(finite, tf.float32),
+                   "learner/loss_scale": tf.convert_to_tensor(self.scale)}
+        self.update(finite)
+        return metrics

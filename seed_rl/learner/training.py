@@ -464,11 +464,8 @@ class Trainer:
             return tf.constant(True)
 
         tf.cond(finite, apply, lambda: tf.constant(False))
-        metrics = {"learner/grad_norm": tf.where(finite, tf.linalg.global_norm(grads), 0.0),
-                   "learner/skipped_update": 1.0 - tf.cast(finite, tf.float32),
-                   "learner/loss_scale": tf.convert_to_tensor(self.loss_scale.scale)}
-        self.loss_scale.update(finite)
-        return metrics
+        return {"learner/grad_norm": tf.where(finite, tf.linalg.global_norm(grads), 0.0),
+                **self.loss_scale.finish(finite)}
 
     def _current_learning_rate(self):
         """The optimizer's learning rate after this update (a schedule's value at its new iteration count), as a
@@ -535,13 +532,11 @@ class Trainer:
                 return tf.constant(True)
 
             tf.cond(finite, apply, lambda: tf.constant(False))
-            scale_used = tf.convert_to_tensor(self.loss_scale.scale)
-            self.loss_scale.update(finite)
+            scaling = self.loss_scale.finish(finite)
         metrics = {name: devices.reduce(name, value) for name, value in metrics.items()}
         if self.loss_scale is not None:
             metrics["learning_rate"] = self._current_learning_rate()
-            metrics["learner/skipped_update"] = 1.0 - tf.cast(finite, tf.float32)
-            metrics["learner/loss_scale"] = scale_used
+            metrics.update(scaling)
         if priorities is not None:
             priorities = tf.concat(devices.local_results(priorities), axis=0)
         metrics["learner/target_updated"] = tf.cast(self.agent.update_targets(update), tf.float32)

@@ -61,12 +61,12 @@ if TYPE_CHECKING:
 __all__ = ["SERVER_KINDS", "SERVER_OPTIONS", "InferenceServer", "validate_step_batch"]
 
 SERVER_KINDS = ("threads", "aio")
+"""How the gRPC server runs its streams: "threads" (a worker thread and a reader thread per live stream) or "aio"
+(grpc.aio: every stream a coroutine on one event loop thread)."""
 AIO_LISTENERS = 16
 """grpc.aio servers (on one event loop, one port) that the "aio" kind starts. grpc.aio takes up new calls one at
 a time per server, a few event-loop iterations each, and an iteration grows with the streams already stepping;
 several servers take up calls side by side (docs/transport.md, "Connecting a thousand actors")."""
-"""How the gRPC server runs its streams: "threads" (a worker thread and a reader thread per live stream) or "aio"
-(grpc.aio: every stream a coroutine on one event loop thread)."""
 
 _log = logging.getLogger(__name__)
 
