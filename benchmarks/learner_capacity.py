@@ -51,16 +51,20 @@ TARGET_MIN_ENVS = 16
 
 
 def measure(k: int, streams: int, carrier: str, batch: str, seconds: float, warmup: float,
-            client_processes: int, server_kind: str) -> dict:
+            client_processes: int, server_kind: str, gc_threshold: int | None = None) -> dict:
     inference_batch = {"message": k, "auto": 0, "all": streams * k}[batch]
     r = many_actors.run_streams(streams, seconds=seconds, warmup=warmup, client_processes=client_processes,
                                 local_stream=carrier == "local", real_learner=True, envs_per_stream=k,
-                                inference_batch_size=inference_batch, server_kind=server_kind)
+                                inference_batch_size=inference_batch, server_kind=server_kind,
+                                gc_threshold=gc_threshold)
     steps_per_s = r["rate"] * k
     cpu = r["server_cpu"]  # learner CPU seconds per wall second over the window
     us = cpu / steps_per_s * 1e6 if steps_per_s else float("nan")
     errors = sum(r["errors"].values())
-    return dict(k=k, streams=streams, carrier=carrier if carrier == "local" else f"grpc ({server_kind})",
+    name = carrier if carrier == "local" else f"grpc ({server_kind})"
+    if gc_threshold is not None:
+        name += f", gc {gc_threshold or 'python'}"
+    return dict(k=k, streams=streams, carrier=name,
                 batch=batch,
                 inference_batch=inference_batch or max(k, streams * k // 2), steps_per_s=steps_per_s, cpu=cpu,
                 us=us, mean_rows=r["stats"].get("mean_batch_rows", 0.0), errors=errors, notes=r["notes"],
@@ -115,8 +119,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--server_kinds", default="threads,aio",
                         help="the gRPC server kinds measured, each in its own rows (threads, aio or both); the "
                         "same-host stream runs on the learner's default kind (its handshake only is gRPC)")
+    parser.add_argument("--gc_thresholds", default="",
+                        help="comma-separated gc thresholds of the learner process, each measured in its own rows "
+                             "(0: Python's collector untouched); default: the learner's (RunConfig.gc_threshold)")
     parser.add_argument("--no_write", action="store_true")
     args = parser.parse_args(argv)
+    gc_thresholds: list[int | None] = [int(x) for x in args.gc_thresholds.split(",") if x.strip()] or [None]
     ks = [int(x) for x in args.envs_per_message.split(",") if x]
     carriers = [c for c in args.carriers.split(",") if c]
     batches = [b for b in args.batches.split(",") if b]
@@ -124,14 +132,16 @@ def main(argv: list[str] | None = None) -> int:
     if set(carriers) - {"grpc", "local"} or set(batches) - {"message", "auto", "all"} or not kinds or set(kinds) - {
             "threads", "aio"}:
         parser.error("--carriers takes grpc,local, --batches message,auto,all and --server_kinds threads,aio")
-    rows = [(c, kind) for c in carriers for kind in (kinds if c == "grpc" else [DEFAULT_KIND])]
+    rows = [(c, kind, gc_threshold) for c in carriers for kind in (kinds if c == "grpc" else [DEFAULT_KIND])
+            for gc_threshold in gc_thresholds]
     load_before = _common.loadavg()
     t_script = time.monotonic()
     cells = []
-    for carrier, kind in rows:
+    for carrier, kind, gc_threshold in rows:
         for k in ks:
             for batch in batches:
-                c = measure(k, args.streams, carrier, batch, args.seconds, args.warmup, args.client_processes, kind)
+                c = measure(k, args.streams, carrier, batch, args.seconds, args.warmup, args.client_processes, kind,
+                            gc_threshold)
                 print(f"  {c['carrier']} K={k} batch={batch}: {c['steps_per_s']:,.0f} env steps/s, learner CPU "
                       f"{100 * c['cpu']:.0f}%, {c['us']:.1f} us/env step, errors {c['errors']}", flush=True)
                 for note in c["notes"]:
@@ -141,7 +151,9 @@ def main(argv: list[str] | None = None) -> int:
         _common.run_facts(load_before)
         + f"\n{args.streams} simulated actors with K envs each (one message of K rows per step, closed loop, no env "
         f"time) in {args.client_processes} client processes against seed_rl's `Learner` (CartPole specs, MLP 8, no "
-        f"LSTM, training on, `tf_intra_op_threads=1`; the gRPC rows name the server kind) in its own process; "
+        f"LSTM, training on, `tf_intra_op_threads=1`; the gRPC rows name the server kind; its garbage collector "
+        f"{'as `seed-rl learner` sets it' if gc_thresholds == [None] else 'as the rows say (gc python: untouched)'}"
+        f") in its own process; "
         f"{args.warmup:g} s unmeasured, {args.seconds:g} s measured per cell. Learner CPU from `/proc/<pid>/stat` "
         f"(100% = one core; the machine has {os.cpu_count()}, shared with the clients).\n\n"
         + table(cells) + "\n" + target_rows(cells)

@@ -53,6 +53,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import _common  # noqa: E402
 import numpy as np  # noqa: E402
 
+from seed_rl.config import RunConfig  # noqa: E402
 from seed_rl.types import ArraySpec, EnvOutput, StepBatch  # noqa: E402
 
 OBS_SPEC = ArraySpec(shape=(4,), dtype="float32")  # CartPole's, so that --real_learner serves the same specs
@@ -170,11 +171,14 @@ def trivial_handler(step_batch: StepBatch) -> np.ndarray:
 
 
 def _server_main(conn, n: int, local_stream: bool, real_learner: bool, server_kind: str, envs_per_stream: int = 1,
-                 inference_batch_size: int = 0, aio_listeners: int | None = None) -> None:
+                 inference_batch_size: int = 0, aio_listeners: int | None = None, gc_threshold: int = 0,
+                 cpus: set[int] | None = None) -> None:
     """The learner-side process: serves until told to stop; answers "stats" with server.stats()."""
     import logging
 
     logging.basicConfig(level=logging.WARNING)
+    if cpus:
+        os.sched_setaffinity(0, cpus)
     limit, note = raise_open_file_limit(_fds_needed(n))
     tmp = None
     stop_learner = None
@@ -194,7 +198,7 @@ def _server_main(conn, n: int, local_stream: bool, real_learner: bool, server_ki
                             server_address="127.0.0.1:0", max_batch_wait_ms=MAX_BATCH_WAIT_MS,
                             local_stream=local_stream, save_checkpoint_secs=1e9, summary_period_secs=1e9,
                             total_environment_frames=10**12, target_return=0.0, tf_intra_op_threads=1,
-                            grpc_server=server_kind),
+                            grpc_server=server_kind, gc_threshold=gc_threshold),
                 agent=replace(config.agent, network="mlp", mlp_sizes=(8,), lstm_size=0))
             learner = Learner(config, status_stream=open(os.devnull, "w"))  # lives as long as the process
             port = learner.start()
@@ -220,6 +224,9 @@ def _server_main(conn, n: int, local_stream: bool, real_learner: bool, server_ki
                 max_batch_wait_ms=MAX_BATCH_WAIT_MS, local_stream=local_stream, server_kind=server_kind,
                 **({} if aio_listeners is None else {"aio_listeners": aio_listeners}))
             port = server.start()
+        from seed_rl.transport.server import tune_garbage_collector
+
+        tune_garbage_collector(gc_threshold)  # as `seed-rl learner` does once its learner is built
         conn.send(("ready", port, os.getpid(), limit, note))
         while True:
             command = conn.recv()
@@ -354,6 +361,8 @@ class _Actor:
 def _client_main(index: int, address: str, tasks: list[int], shared_in: dict, start_at, stop, results) -> None:
     """One client process: a thread per stream; reports ("ready", ...) once every stream stepped (or gave up),
     then ("done", ...) after the window."""
+    if shared_in.get("cpus"):
+        os.sched_setaffinity(0, shared_in["cpus"])
     limit, note = raise_open_file_limit(_fds_needed(len(tasks)))
     notes = [note] if note else []
     shared = dict(shared_in, start_at=start_at, stop=stop)
@@ -486,6 +495,8 @@ def _client_main_aio(index: int, address: str, tasks: list[int], shared_in: dict
     """``_client_main`` with every stream a coroutine on one event loop (``--client=aio``)."""
     import asyncio
 
+    if shared_in.get("cpus"):
+        os.sched_setaffinity(0, shared_in["cpus"])
     limit, note = raise_open_file_limit(_fds_needed(len(tasks)))
     notes = [note] if note else []
     shared = dict(shared_in, start_at=start_at, stop=stop)
@@ -543,12 +554,16 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
                 local_stream: bool = False, real_learner: bool = False, connection: str = "per_stream",
                 env_step_ms: float = 0.0, setup_timeout: float | None = None,
                 sample_period: float | None = None, server_kind: str = "threads", envs_per_stream: int = 1,
-                inference_batch_size: int = 0, client: str = "sync", aio_listeners: int | None = None) -> dict:
+                inference_batch_size: int = 0, client: str = "sync", aio_listeners: int | None = None,
+                gc_threshold: int | None = None, pin_server: bool = False) -> dict:
     """Runs N streams for ``warmup`` + ``seconds`` and returns the measurements (see the module docstring).
 
     ``envs_per_stream`` K makes each stream an actor with K envs (one message carries K rows; num_envs = N K,
     env_batch_size K); ``inference_batch_size`` 0 is the config default, max(K, N K // 2). ``aio_listeners``: the
     grpc.aio servers of the "aio" kind (None: ``InferenceServer``'s default; not with ``real_learner``).
+    ``gc_threshold``: the server process's ``tune_garbage_collector`` threshold (None: the learner's default,
+    ``RunConfig.gc_threshold``; 0: Python's collector untouched). ``pin_server``: the server process on CPU 0 and
+    the client processes on the others, as a learner with its own host (the machine needs 2 CPUs or more).
 
     The result's keys: n, label (the server kind, with its listeners for aio), processes, ready, rate, p50_ms, p99_ms, round_trips, errors ({(phase, code): count},
     phase "setup" (connecting and warm-up), "window" or "after"), error_messages, notes (limits met and other
@@ -565,6 +580,15 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
         raise ValueError("--client=aio speaks gRPC only; the same-host socket needs --client=sync")
     if aio_listeners is not None and (real_learner or server_kind != "aio"):
         raise ValueError("aio_listeners is for the aio server kind without real_learner")
+    label = server_label(server_kind, aio_listeners, gc_threshold)
+    if gc_threshold is None:
+        gc_threshold = RunConfig().gc_threshold
+    server_cpus = client_cpus = None
+    if pin_server:
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            raise ValueError(f"pin_server needs 2 CPUs or more; this process may use {len(cpus)}")
+        server_cpus, client_cpus = {cpus[0]}, set(cpus[1:])
     processes = max(1, min(client_processes, n))
     setup_timeout = setup_timeout if setup_timeout is not None else 30.0 + 0.1 * n + (60.0 if real_learner else 0)
     sample_period = sample_period if sample_period is not None else min(1.0, max(0.1, seconds / 30))
@@ -574,7 +598,8 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
 
     parent_conn, child_conn = ctx.Pipe()
     server = ctx.Process(target=_server_main, args=(child_conn, n, local_stream, real_learner, server_kind,
-                                                           envs_per_stream, inference_batch_size, aio_listeners),
+                                                           envs_per_stream, inference_batch_size, aio_listeners,
+                                                           gc_threshold, server_cpus),
                          daemon=True,
                          name="many_actors-server")
     server.start()
@@ -597,7 +622,7 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
         setup_deadline = time.time() + setup_timeout
         shared = dict(seconds=float(seconds), warmup=float(warmup), env_step_ms=float(env_step_ms),
                       local_stream=bool(local_stream), connection=connection, setup_timeout=setup_timeout,
-                      setup_deadline=setup_deadline)
+                      setup_deadline=setup_deadline, cpus=client_cpus)
         tasks = [list(range(i, n, processes)) for i in range(processes)]
         target = _client_main_aio if client == "aio" else _client_main
         clients = [ctx.Process(target=target, args=(i, address, tasks[i], shared, start_at, stop, results),
@@ -669,7 +694,7 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
     samples = [(t - window_start, th, rss, fds) for t, th, rss, fds in sampler.samples]
     client_threads = [(t - window_start, th) for t, th in sampler.client_threads]
     return dict(
-        n=n, label=server_label(server_kind, aio_listeners), processes=processes, ready=ready, round_trips=int(all_lat.size), rate=all_lat.size / seconds,
+        n=n, label=label, processes=processes, ready=ready, round_trips=int(all_lat.size), rate=all_lat.size / seconds,
         p50_ms=1e3 * float(np.percentile(all_lat, 50)) if all_lat.size else float("nan"),
         p99_ms=1e3 * float(np.percentile(all_lat, 99)) if all_lat.size else float("nan"),
         errors=dict(errors), error_messages=messages, notes=notes, samples=samples, client_threads=client_threads,
@@ -684,14 +709,16 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
 # ------------------------------------------------------------------------------------------------ analysis
 
 
-def server_label(server_kind: str, aio_listeners: int | None) -> str:
-    """How the tables name a server: its kind, and for aio its listeners."""
+def server_label(server_kind: str, aio_listeners: int | None, gc_threshold: int | None = None) -> str:
+    """How the tables name a server: its kind, for aio its listeners, and its gc threshold when one was given
+    (``gc python``: Python's collector untouched)."""
+    gc_part = "" if gc_threshold is None else f", gc {gc_threshold or 'python'}"
     if server_kind != "aio":
-        return server_kind
+        return server_kind + gc_part
     from seed_rl.transport.server import AIO_LISTENERS
 
     listeners = AIO_LISTENERS if aio_listeners is None else aio_listeners
-    return f"aio x{listeners}"
+    return f"aio x{listeners}" + gc_part
 
 
 def window_samples(result: dict) -> list:
@@ -869,6 +896,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--aio_listeners", default="",
                         help="comma-separated listener counts for the aio kind, each measured in this run (e.g. "
                              "1,8); default: the server's (seed_rl.transport.server.AIO_LISTENERS)")
+    parser.add_argument("--gc_thresholds", default="",
+                        help="comma-separated gc thresholds for the server process, each measured in this run "
+                             "(seed_rl.transport.server.tune_garbage_collector; 0: Python's collector untouched); "
+                             "default: the learner's (RunConfig.gc_threshold)")
+    parser.add_argument("--pin_server", action="store_true",
+                        help="the server process on CPU 0, the client processes on the others (as a learner with "
+                             "its own host; default: all share every CPU)")
     parser.add_argument("--no_write", action="store_true", help="print only; leave RESULTS.md alone")
     parser.add_argument("--section", default="many_actors",
                         help="the RESULTS.md section this run replaces (e.g. many_actors_10min for the long run)")
@@ -887,14 +921,16 @@ def main(argv: list[str] | None = None) -> int:
     listener_counts: list[int | None] = [int(x) for x in args.aio_listeners.split(",") if x.strip()] or [None]
     if args.real_learner and listener_counts != [None]:
         parser.error("--aio_listeners is for the numpy handler's server (the learner starts its own)")
-    variants = [(kind, listeners) for kind in kinds
-                for listeners in (listener_counts if kind == "aio" else [None])]
+    gc_thresholds: list[int | None] = [int(x) for x in args.gc_thresholds.split(",") if x.strip()] or [None]
+    variants = [(kind, listeners, gc_threshold) for kind in kinds
+                for listeners in (listener_counts if kind == "aio" else [None]) for gc_threshold in gc_thresholds]
     results = []
-    for n, (kind, listeners) in [(n, v) for n in streams for v in variants]:
+    for n, (kind, listeners, gc_threshold) in [(n, v) for n in streams for v in variants]:
         r = run_streams(n, seconds=args.seconds, warmup=args.warmup, client_processes=args.client_processes,
                         local_stream=args.local_stream, real_learner=args.real_learner, connection=args.connection,
                         env_step_ms=args.env_step_ms, setup_timeout=args.setup_timeout, server_kind=kind,
-                        client=args.client, aio_listeners=listeners)
+                        client=args.client, aio_listeners=listeners, gc_threshold=gc_threshold,
+                        pin_server=args.pin_server)
         th = thread_stats(r)
         print(f"  {r['label']} N={n}: {r['rate']:,.0f} round trips/s, p50 {r['p50_ms']:.2f} ms, p99 {r['p99_ms']:.2f} ms, "
               f"errors {sum(r['errors'].values())}, server threads max {th['max']} "
@@ -922,7 +958,14 @@ def main(argv: list[str] | None = None) -> int:
         f"{server_kind}, num_envs = N, env_batch_size 1, inference batch max(1, N // 2), max_batch_wait_ms "
         f"{MAX_BATCH_WAIT_MS:g}; gRPC server {' and '.join(f'`{k}`' for k in per_kind)} (threads: the default pool, 2 "
         f"per task + 8; aio xL: L grpc.aio servers sharing the port and one event loop thread). Connected in: from the "
-        f"client processes' start until every stream had stepped once. {args.warmup:g} s unmeasured, then "
+        f"client processes' start until every stream had stepped once. "
+        + ("The server process runs on CPU 0 and the client processes on the others (`--pin_server`). "
+           if args.pin_server else "")
+        + "The server process's garbage collector: "
+        + ("as `seed-rl learner` sets it (`tune_garbage_collector`, threshold "
+           f"{RunConfig().gc_threshold:,}). " if gc_thresholds == [None] else
+           "`gc T` = `tune_garbage_collector(T)`, `gc python` = Python's own. ")
+        + f"{args.warmup:g} s unmeasured, then "
         f"{args.seconds:g} s measured per N; 127.0.0.1. Server threads / RSS / open files from "
         f"`/proc/<server pid>/status` every {min(1.0, max(0.1, args.seconds / 30)):.2g} s; CPU over the window from "
         f"`/proc/<pid>/stat` (100% = one core; the machine has {os.cpu_count()}); an actor that meets an "

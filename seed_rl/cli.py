@@ -424,6 +424,9 @@ def main(argv: Sequence[str]) -> int:
     except (MemoryError, ValueError) as e:
         print(f"seed-rl {command}: {e}", file=sys.stderr)
         return 2
+    from seed_rl.transport.server import tune_garbage_collector
+
+    tune_garbage_collector(config.run.gc_threshold)  # the learner is built: its model and modules leave the scans
     if command == "train":
         local.run()  # stops on Ctrl-C / SIGTERM itself
         return 0
@@ -462,6 +465,7 @@ def _run_seeds(fv: flags.FlagValues, config: Config) -> int:
         return 2
     from seed_rl.launch.local import LocalRun, on_free_loopback_port
     from seed_rl.learner.summaries import write_seed_curves
+    from seed_rl.transport.server import tune_garbage_collector
 
     parent = config.run.logdir
     run_dirs: Dict[str, str] = {}
@@ -477,6 +481,7 @@ def _run_seeds(fv: flags.FlagValues, config: Config) -> int:
         except (MemoryError, ValueError) as e:
             print(f"seed-rl train: {e}", file=sys.stderr)
             return 2
+        tune_garbage_collector(seeded.run.gc_threshold)
         local.run()
         run_dirs[f"seed {seed}"] = run_dir
         if local.interrupted:

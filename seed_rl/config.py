@@ -185,6 +185,14 @@ class RunConfig:
         "actor task) or auto (aio: it costs the learner less CPU per message at every number of actors measured; "
         "docs/transport.md, \"Server concurrency\")."
     )
+    gc_threshold: int = field(
+        50_000, "The learner process's garbage collector: after the learner is built, everything alive is frozen "
+        "out of the collector's scans (gc.freeze: the model, the modules) and a young-generation collection "
+        "runs every this many new container objects (gc.set_threshold; Python's default is 700). The "
+        "collector's scans grow with the objects of every step in flight: with 1,000 actors, Python's setting "
+        "cost the learner 12% of its round trips (docs/transport.md, \"Garbage collection\"). "
+        "0: leave Python's collector as it is."
+    )
     fast_inference_call: bool = field(
         True, "Call the compiled inference step through TensorFlow's internal flat-call path and, on a CPU-only "
         "learner, its single-threaded executor (less Python per call, see benchmarks/RESULTS.md); off: the public "
@@ -257,6 +265,8 @@ class RunConfig:
             raise ValueError(f"virtual_cpu_devices must be >= 0, got {self.virtual_cpu_devices}")
         if self.grpc_server not in ("auto", "threads", "aio"):
             raise ValueError(f"grpc_server must be auto, threads or aio, got {self.grpc_server!r}")
+        if self.gc_threshold < 0:
+            raise ValueError(f"gc_threshold must be >= 0 (0: Python's own), got {self.gc_threshold}")
         if self.actor_env_groups < 1:
             raise ValueError(f"actor_env_groups must be >= 1, got {self.actor_env_groups}")
         if self.num_envs and self.num_envs < self.num_actors * self.env_batch_size:

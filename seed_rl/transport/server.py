@@ -27,6 +27,7 @@ import asyncio
 import collections
 import concurrent.futures
 import errno
+import gc
 import logging
 import queue
 import socket
@@ -58,7 +59,7 @@ from seed_rl.types import ArraySpec, ObservationSpec
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["SERVER_KINDS", "SERVER_OPTIONS", "InferenceServer", "validate_step_batch"]
+__all__ = ["SERVER_KINDS", "SERVER_OPTIONS", "InferenceServer", "tune_garbage_collector", "validate_step_batch"]
 
 SERVER_KINDS = ("threads", "aio")
 """How the gRPC server runs its streams: "threads" (a worker thread and a reader thread per live stream) or "aio"
@@ -557,3 +558,29 @@ SERVER_OPTIONS = (
     ("grpc.server_max_unrequested_time_in_server", UNREQUESTED_CALL_WAIT_S),
 )
 """The options of the learner's ``grpc.server`` (also used by the grpc.aio variant in benchmarks/)."""
+
+
+def tune_garbage_collector(threshold: int) -> bool:
+    """Sets up the learner process's cyclic garbage collector for serving; False (and nothing done) for 0.
+
+    Every message in flight holds a few dozen container objects (its protobuf, arrays, futures, the stream's
+    coroutine frames), and the generational collector scans the survivors again in every older-generation
+    collection, so its cost per message grows with the number of actors stepping at once (a tenth of the
+    learner's round trips at 1,000 actors, docs/transport.md, "Garbage collection"). This collects once, freezes
+    what is alive (``gc.freeze``: the model, the optimizer and the modules, built once and never garbage, leave
+    the scans) and runs a young-generation collection every ``threshold`` new container objects instead of
+    Python's 700, keeping the older generations' ratios. Reference counting still frees every object that is not
+    in a cycle at once; cycles wait at most one young collection longer. Process-wide: the CLI calls it in the
+    learner's process once the learner is built (``--gc_threshold``), again for each seed of ``--seeds``; a
+    library user may call it likewise.
+    """
+    if threshold < 0:
+        raise ValueError(f"gc threshold must be >= 0 (0: leave Python's collector as it is), got {threshold}")
+    if threshold == 0:
+        return False
+    gc.unfreeze()  # an earlier call's frozen objects (an earlier learner in this process) may be garbage by now
+    gc.collect()  # what is garbage now is collected, not frozen
+    gc.freeze()
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(threshold, older, oldest)
+    return True

@@ -21,14 +21,20 @@ import many_actors  # noqa: E402
 N = 100
 
 
-@pytest.fixture(scope="module", params=[("threads", "sync"), ("aio", "sync"), ("aio", "aio")],
+PINNED = len(os.sched_getaffinity(0)) >= 2
+"""The last variant also pins the server to one CPU and leaves its collector as Python's (--pin_server,
+--gc_thresholds=0), where the machine has two CPUs."""
+
+
+@pytest.fixture(scope="module", params=[("threads", "sync", {}), ("aio", "sync", {}),
+                                        ("aio", "aio", {"pin_server": PINNED, "gc_threshold": 0})],
                 ids=["threads-server", "aio-server", "aio-server-aio-clients"])
 def result(request):
-    server_kind, client = request.param
+    server_kind, client, extra = request.param
     results_md = os.path.join(BENCHMARKS, "RESULTS.md")
     before = os.stat(results_md).st_mtime_ns if os.path.exists(results_md) else None
     r = many_actors.run_streams(N, seconds=3.0, warmup=0.5, client_processes=2, setup_timeout=20.0,
-                                server_kind=server_kind, client=client)
+                                server_kind=server_kind, client=client, **extra)
     assert r["client"] == client
     after = os.stat(results_md).st_mtime_ns if os.path.exists(results_md) else None
     assert before == after, "the core function must not write RESULTS.md"
@@ -57,6 +63,12 @@ def test_server_thread_and_rss_samples(result):
     assert mid and end and growth is not None
     # One TCP connection per stream, as separate actor processes would have.
     assert sum(result["sockets"]) >= N
+
+
+def test_labels_say_a_given_gc_threshold(result):
+    assert result["label"].endswith(", gc python") == (result["client"] == "aio")
+    assert many_actors.server_label("aio", 4, 50_000) == "aio x4, gc 50000"
+    assert many_actors.server_label("threads", None) == "threads"
 
 
 def test_tables_render(result):
