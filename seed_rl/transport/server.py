@@ -565,7 +565,7 @@ def tune_garbage_collector(threshold: int) -> bool:
 
     Every message in flight holds a few dozen container objects (its protobuf, arrays, futures, the stream's
     coroutine frames), and the generational collector scans the survivors again in every older-generation
-    collection, so its cost per message grows with the number of actors stepping at once (a tenth of the
+    collection, so its cost per message grows with the number of actors stepping at once (12% of the
     learner's round trips at 1,000 actors, docs/transport.md, "Garbage collection"). This collects once, freezes
     what is alive (``gc.freeze``: the model, the optimizer and the modules, built once and never garbage, leave
     the scans) and runs a young-generation collection every ``threshold`` new container objects instead of
