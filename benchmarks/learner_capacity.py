@@ -61,9 +61,7 @@ def measure(k: int, streams: int, carrier: str, batch: str, seconds: float, warm
     cpu = r["server_cpu"]  # learner CPU seconds per wall second over the window
     us = cpu / steps_per_s * 1e6 if steps_per_s else float("nan")
     errors = sum(r["errors"].values())
-    name = carrier if carrier == "local" else f"grpc ({server_kind})"
-    if gc_threshold is not None:
-        name += f", gc {gc_threshold or 'python'}"
+    name = (carrier if carrier == "local" else f"grpc ({server_kind})") + many_actors.gc_label(gc_threshold)
     return dict(k=k, streams=streams, carrier=name,
                 batch=batch,
                 inference_batch=inference_batch or max(k, streams * k // 2), steps_per_s=steps_per_s, cpu=cpu,
@@ -124,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
                              "(0: Python's collector untouched); default: the learner's (RunConfig.gc_threshold)")
     parser.add_argument("--no_write", action="store_true")
     args = parser.parse_args(argv)
-    gc_thresholds: list[int | None] = [int(x) for x in args.gc_thresholds.split(",") if x.strip()] or [None]
+    gc_thresholds = many_actors.int_variants(args.gc_thresholds)
     ks = [int(x) for x in args.envs_per_message.split(",") if x]
     carriers = [c for c in args.carriers.split(",") if c]
     batches = [b for b in args.batches.split(",") if b]

@@ -709,10 +709,20 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
 # ------------------------------------------------------------------------------------------------ analysis
 
 
+def gc_label(gc_threshold: int | None) -> str:
+    """How the tables name a server's garbage collector when a threshold was given (``gc python``: Python's
+    collector untouched); "" for the learner's default."""
+    return "" if gc_threshold is None else f", gc {gc_threshold or 'python'}"
+
+
+def int_variants(text: str) -> list[int | None]:
+    """A comma-separated list of ints from the command line; [None] (the default variant) when empty."""
+    return [int(x) for x in text.split(",") if x.strip()] or [None]
+
+
 def server_label(server_kind: str, aio_listeners: int | None, gc_threshold: int | None = None) -> str:
-    """How the tables name a server: its kind, for aio its listeners, and its gc threshold when one was given
-    (``gc python``: Python's collector untouched)."""
-    gc_part = "" if gc_threshold is None else f", gc {gc_threshold or 'python'}"
+    """How the tables name a server: its kind, for aio its listeners, and its gc threshold when one was given."""
+    gc_part = gc_label(gc_threshold)
     if server_kind != "aio":
         return server_kind + gc_part
     from seed_rl.transport.server import AIO_LISTENERS
@@ -918,10 +928,10 @@ def main(argv: list[str] | None = None) -> int:
           f"{'same-host socket' if args.local_stream else 'gRPC'}, "
           f"{'real learner' if args.real_learner else 'numpy handler'}; load {load_before}", flush=True)
     kinds = ["threads", "aio"] if args.server_kind == "both" else [args.server_kind]
-    listener_counts: list[int | None] = [int(x) for x in args.aio_listeners.split(",") if x.strip()] or [None]
+    listener_counts = int_variants(args.aio_listeners)
     if args.real_learner and listener_counts != [None]:
         parser.error("--aio_listeners is for the numpy handler's server (the learner starts its own)")
-    gc_thresholds: list[int | None] = [int(x) for x in args.gc_thresholds.split(",") if x.strip()] or [None]
+    gc_thresholds = int_variants(args.gc_thresholds)
     variants = [(kind, listeners, gc_threshold) for kind in kinds
                 for listeners in (listener_counts if kind == "aio" else [None]) for gc_threshold in gc_thresholds]
     results = []
