@@ -52,6 +52,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import _common  # noqa: E402
 import numpy as np  # noqa: E402
+from flow_control import VARIANTS as FLOW_CONTROL  # noqa: E402
 
 from seed_rl.config import RunConfig  # noqa: E402
 from seed_rl.types import ArraySpec, EnvOutput, StepBatch  # noqa: E402
@@ -172,7 +173,7 @@ def trivial_handler(step_batch: StepBatch) -> np.ndarray:
 
 def _server_main(conn, n: int, local_stream: bool, real_learner: bool, server_kind: str, envs_per_stream: int = 1,
                  inference_batch_size: int = 0, aio_listeners: int | None = None, gc_threshold: int = 0,
-                 cpus: set[int] | None = None) -> None:
+                 cpus: set[int] | None = None, flow_control: str = "seed_rl") -> None:
     """The learner-side process: serves until told to stop; answers "stats" with server.stats()."""
     import logging
 
@@ -222,6 +223,7 @@ def _server_main(conn, n: int, local_stream: bool, real_learner: bool, server_ki
                 inference_batch_size=inference_batch_size or auto_inference_batch_size(n * envs_per_stream,
                                                                                        envs_per_stream),
                 max_batch_wait_ms=MAX_BATCH_WAIT_MS, local_stream=local_stream, server_kind=server_kind,
+                grpc_options=FLOW_CONTROL[flow_control][0],
                 **({} if aio_listeners is None else {"aio_listeners": aio_listeners}))
             port = server.start()
         from seed_rl.transport.server import tune_garbage_collector
@@ -322,7 +324,8 @@ class _Actor:
         stop_flag = shared["stop"]
         client = LearnerClient(self.address, self.task, connect_timeout_s=shared["setup_timeout"],
                                local_stream=shared["local_stream"],
-                               channel_options=OWN_CONNECTION if shared["connection"] == "per_stream" else ())
+                               channel_options=(*(OWN_CONNECTION if shared["connection"] == "per_stream" else ()),
+                                                *shared["channel_options"]))
         info = None
         step = 0
         try:
@@ -429,7 +432,8 @@ class _AioActor(_Actor):
         env_step_s = shared["env_step_ms"] / 1000.0
         rng = np.random.default_rng(self.task)
         stop_flag = shared["stop"]
-        options = (*CHANNEL_OPTIONS, *(OWN_CONNECTION if shared["connection"] == "per_stream" else ()))
+        options = (*CHANNEL_OPTIONS, *(OWN_CONNECTION if shared["connection"] == "per_stream" else ()),
+                   *shared["channel_options"])
         request = pb.HandshakeRequest(protocol_version=PROTOCOL_VERSION, task=self.task)
         try:
             while not stop_flag.value:
@@ -555,7 +559,7 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
                 env_step_ms: float = 0.0, setup_timeout: float | None = None,
                 sample_period: float | None = None, server_kind: str = "threads", envs_per_stream: int = 1,
                 inference_batch_size: int = 0, client: str = "sync", aio_listeners: int | None = None,
-                gc_threshold: int | None = None, pin_server: bool = False) -> dict:
+                gc_threshold: int | None = None, pin_server: bool = False, flow_control: str = "seed_rl") -> dict:
     """Runs N streams for ``warmup`` + ``seconds`` and returns the measurements (see the module docstring).
 
     ``envs_per_stream`` K makes each stream an actor with K envs (one message carries K rows; num_envs = N K,
@@ -564,6 +568,9 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
     ``gc_threshold``: the server process's ``tune_garbage_collector`` threshold (None: the learner's default,
     ``RunConfig.gc_threshold``; 0: Python's collector untouched). ``pin_server``: the server process on CPU 0 and
     the client processes on the others, as a learner with its own host (the machine needs 2 CPUs or more).
+    ``flow_control``: a key of ``FLOW_CONTROL`` (benchmarks/flow_control.py): ``seed_rl`` (as shipped), ``grpc``
+    (gRPC's defaults: BDP probing on both sides) or ``grpc_window`` (no probing, gRPC's 64 KiB window); the numpy
+    handler's server only.
 
     The result's keys: n, label (the server kind, with its listeners for aio), processes, ready, rate, p50_ms, p99_ms, round_trips, errors ({(phase, code): count},
     phase "setup" (connecting and warm-up), "window" or "after"), error_messages, notes (limits met and other
@@ -580,7 +587,11 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
         raise ValueError("--client=aio speaks gRPC only; the same-host socket needs --client=sync")
     if aio_listeners is not None and (real_learner or server_kind != "aio"):
         raise ValueError("aio_listeners is for the aio server kind without real_learner")
-    label = server_label(server_kind, aio_listeners, gc_threshold)
+    if flow_control not in FLOW_CONTROL:
+        raise ValueError(f"flow_control must be one of {', '.join(FLOW_CONTROL)}, got {flow_control!r}")
+    if flow_control != "seed_rl" and real_learner:
+        raise ValueError("flow_control is for the numpy handler's server (the learner starts its own)")
+    label = server_label(server_kind, aio_listeners, gc_threshold) + flow_label(flow_control)
     if gc_threshold is None:
         gc_threshold = RunConfig().gc_threshold
     server_cpus = client_cpus = None
@@ -599,7 +610,7 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
     parent_conn, child_conn = ctx.Pipe()
     server = ctx.Process(target=_server_main, args=(child_conn, n, local_stream, real_learner, server_kind,
                                                            envs_per_stream, inference_batch_size, aio_listeners,
-                                                           gc_threshold, server_cpus),
+                                                           gc_threshold, server_cpus, flow_control),
                          daemon=True,
                          name="many_actors-server")
     server.start()
@@ -622,7 +633,8 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
         setup_deadline = time.time() + setup_timeout
         shared = dict(seconds=float(seconds), warmup=float(warmup), env_step_ms=float(env_step_ms),
                       local_stream=bool(local_stream), connection=connection, setup_timeout=setup_timeout,
-                      setup_deadline=setup_deadline, cpus=client_cpus)
+                      setup_deadline=setup_deadline, cpus=client_cpus,
+                      channel_options=FLOW_CONTROL[flow_control][1])
         tasks = [list(range(i, n, processes)) for i in range(processes)]
         target = _client_main_aio if client == "aio" else _client_main
         clients = [ctx.Process(target=target, args=(i, address, tasks[i], shared, start_at, stop, results),
@@ -713,6 +725,11 @@ def gc_label(gc_threshold: int | None) -> str:
     """How the tables name a server's garbage collector when a threshold was given (``gc python``: Python's
     collector untouched); "" for the learner's default."""
     return "" if gc_threshold is None else f", gc {gc_threshold or 'python'}"
+
+
+def flow_label(flow_control: str) -> str:
+    """How the tables name a flow-control variant other than the shipped one."""
+    return "" if flow_control == "seed_rl" else f", {flow_control} flow control"
 
 
 def int_variants(text: str) -> list[int | None]:
@@ -910,6 +927,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated gc thresholds for the server process, each measured in this run "
                              "(seed_rl.transport.server.tune_garbage_collector; 0: Python's collector untouched); "
                              "default: the learner's (RunConfig.gc_threshold)")
+    parser.add_argument("--flow_control", default="seed_rl",
+                        help="comma-separated flow-control variants, each measured in this run: seed_rl (as "
+                             "shipped: no BDP probing, a fixed receive window), grpc (gRPC's defaults: BDP probing on "
+                             "the server and the actors) or grpc_window (no probing, gRPC's 64 KiB window); "
+                             "benchmarks/flow_control.py")
     parser.add_argument("--pin_server", action="store_true",
                         help="the server process on CPU 0, the client processes on the others (as a learner with "
                              "its own host; default: all share every CPU)")
@@ -932,15 +954,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.real_learner and listener_counts != [None]:
         parser.error("--aio_listeners is for the numpy handler's server (the learner starts its own)")
     gc_thresholds = int_variants(args.gc_thresholds)
-    variants = [(kind, listeners, gc_threshold) for kind in kinds
-                for listeners in (listener_counts if kind == "aio" else [None]) for gc_threshold in gc_thresholds]
+    flows = [f.strip() for f in args.flow_control.split(",") if f.strip()]
+    if not flows or any(f not in FLOW_CONTROL for f in flows):
+        parser.error(f"--flow_control takes {', '.join(FLOW_CONTROL)}, got {args.flow_control!r}")
+    if args.real_learner and flows != ["seed_rl"]:
+        parser.error("--flow_control is for the numpy handler's server (the learner starts its own)")
+    variants = [(kind, listeners, gc_threshold, flow) for kind in kinds
+                for listeners in (listener_counts if kind == "aio" else [None]) for gc_threshold in gc_thresholds
+                for flow in flows]
     results = []
-    for n, (kind, listeners, gc_threshold) in [(n, v) for n in streams for v in variants]:
+    for n, (kind, listeners, gc_threshold, flow) in [(n, v) for n in streams for v in variants]:
         r = run_streams(n, seconds=args.seconds, warmup=args.warmup, client_processes=args.client_processes,
                         local_stream=args.local_stream, real_learner=args.real_learner, connection=args.connection,
                         env_step_ms=args.env_step_ms, setup_timeout=args.setup_timeout, server_kind=kind,
                         client=args.client, aio_listeners=listeners, gc_threshold=gc_threshold,
-                        pin_server=args.pin_server)
+                        pin_server=args.pin_server, flow_control=flow)
         th = thread_stats(r)
         print(f"  {r['label']} N={n}: {r['rate']:,.0f} round trips/s, p50 {r['p50_ms']:.2f} ms, p99 {r['p99_ms']:.2f} ms, "
               f"errors {sum(r['errors'].values())}, server threads max {th['max']} "
@@ -975,6 +1003,9 @@ def main(argv: list[str] | None = None) -> int:
         + ("as `seed-rl learner` sets it (`tune_garbage_collector`, threshold "
            f"{RunConfig().gc_threshold:,}). " if gc_thresholds == [None] else
            "`gc T` = `tune_garbage_collector(T)`, `gc python` = Python's own. ")
+        + ("Flow control (benchmarks/flow_control.py): `grpc flow control` = gRPC's defaults, BDP probing on the "
+           "server and the actors; `grpc_window flow control` = no probing and gRPC's 64 KiB window; the others as "
+           "shipped (no probing, the learner's fixed receive window). " if flows != ["seed_rl"] else "")
         + f"{args.warmup:g} s unmeasured, then "
         f"{args.seconds:g} s measured per N; 127.0.0.1. Server threads / RSS / open files from "
         f"`/proc/<server pid>/status` every {min(1.0, max(0.1, args.seconds / 30)):.2g} s; CPU over the window from "

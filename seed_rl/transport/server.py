@@ -33,8 +33,8 @@ import queue
 import socket
 import threading
 import time
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
@@ -59,7 +59,14 @@ from seed_rl.types import ArraySpec, ObservationSpec
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["SERVER_KINDS", "SERVER_OPTIONS", "InferenceServer", "tune_garbage_collector", "validate_step_batch"]
+__all__ = [
+    "SERVER_KINDS",
+    "SERVER_OPTIONS",
+    "InferenceServer",
+    "receive_window_bytes",
+    "tune_garbage_collector",
+    "validate_step_batch",
+]
 
 SERVER_KINDS = ("threads", "aio")
 """How the gRPC server runs its streams: "threads" (a worker thread and a reader thread per live stream) or "aio"
@@ -229,6 +236,8 @@ class InferenceServer:
       stream_idle_timeout_s: a stream (either carrier) that has nothing unanswered and receives no message for
         this long is closed with UNAVAILABLE ``stream-idle`` (the actor reconnects); also the time a same-host
         connection has to send its opening. 0 or less: never.
+      grpc_options: more gRPC server arguments (``(name, value)`` pairs); each replaces the learner's own of
+        the same name (``SERVER_OPTIONS`` and the receive window, ``grpc.http2.lookahead_bytes``).
     """
 
     def __init__(
@@ -251,6 +260,7 @@ class InferenceServer:
         server_credentials: grpc.ServerCredentials | None = None,
         local_stream: bool = True,
         stream_idle_timeout_s: float = DEFAULT_STREAM_IDLE_TIMEOUT_S,
+        grpc_options: Sequence[tuple[str, Any]] = (),
     ) -> None:
         if num_envs < 1 or env_batch_size < 1:
             raise ValueError(
@@ -289,6 +299,11 @@ class InferenceServer:
                 f"{_HANDSHAKE_THREADS})"
             )
         self._stream_idle_timeout_s = float(stream_idle_timeout_s)
+        options = (*SERVER_OPTIONS,
+                   ("grpc.http2.lookahead_bytes", receive_window_bytes(observation_spec, self._env_batch_size)))
+        for name, value in grpc_options:
+            options = _with_option(options, name, value)
+        self._grpc_options: tuple[tuple[str, Any], ...] = options
         self._credentials = server_credentials
         self._local_stream = bool(local_stream)
         self._local: LocalStreamServer | None = None  # while serving
@@ -379,7 +394,7 @@ class InferenceServer:
             concurrent.futures.ThreadPoolExecutor(
                 max_workers=self._max_workers, thread_name_prefix="seed_rl-grpc"
             ),
-            options=SERVER_OPTIONS,
+            options=self._grpc_options,
         )
         pb_grpc.add_LearnerServicer_to_server(servicer, server)
         port = self._bind(server)
@@ -397,7 +412,7 @@ class InferenceServer:
             # SO_REUSEPORT lets every socket that sets it bind the port, also another learner's: refuse a port
             # that something listens on already (the reason SERVER_OPTIONS turns it off).
             refuse_busy_port(self._address)
-        options = _with_option(SERVER_OPTIONS, "grpc.so_reuseport", int(shared))
+        options = _with_option(self._grpc_options, "grpc.so_reuseport", int(shared))
         servers: list[grpc.aio.Server] = []
         try:
             for i in range(self._aio_listeners):
@@ -556,8 +571,28 @@ SERVER_OPTIONS = (
     # their handshakes and first streams queue that long; let them wait (the actor's own connect timeout
     # still bounds the wait). Measured with benchmarks/many_actors.py at 1,000 streams (docs/transport.md).
     ("grpc.server_max_unrequested_time_in_server", UNREQUESTED_CALL_WAIT_S),
+    # No BDP probing: gRPC's bandwidth-delay estimator sends a PING on every connection from 100 ms to 10 s
+    # apart to size its receive window, whatever the traffic; with 1,000 actors stepping a few times a second
+    # each, that was about one PING and its ACK for every two round trips, each a write and a wake-up on both
+    # sides. The learner instead announces a fixed window sized to its own messages (``receive_window_bytes``,
+    # set per server as grpc.http2.lookahead_bytes), so a big message still crosses in one round trip
+    # (docs/transport.md, "Flow control").
+    ("grpc.http2.bdp_probe", 0),
 )
-"""The options of the learner's ``grpc.server`` (also used by the grpc.aio variant in benchmarks/)."""
+"""The options of the learner's gRPC servers, either kind; each server adds its receive window
+(``receive_window_bytes``) and the ``grpc_options`` it was given."""
+
+RECEIVE_WINDOW_MIN_BYTES = 1 << 20
+"""The smallest receive window the learner announces (1 MiB), however small its messages."""
+
+
+def receive_window_bytes(observation_spec: ObservationSpec, env_batch_size: int) -> int:
+    """The HTTP/2 receive window (per stream and per connection) the learner announces: room for two full
+    messages of an actor (``env_batch_size`` envs; an actor with two env groups has both halves in flight), at
+    least ``RECEIVE_WINDOW_MIN_BYTES`` and at most ``MAX_MESSAGE_BYTES``. An actor's message then crosses in
+    one round trip however far away the actor is, as with gRPC's own window tuning, without its probing."""
+    wanted = 2 * codec.step_batch_bytes(observation_spec, env_batch_size)
+    return int(min(MAX_MESSAGE_BYTES, max(RECEIVE_WINDOW_MIN_BYTES, wanted)))
 
 
 def tune_garbage_collector(threshold: int) -> bool:

@@ -23,10 +23,11 @@ N = 100
 
 PINNED = len(os.sched_getaffinity(0)) >= 2
 """The last variant also pins the server to one CPU and leaves its collector as Python's (--pin_server,
---gc_thresholds=0), where the machine has two CPUs."""
+--gc_thresholds=0), where the machine has two CPUs; the thread-pool variant runs with gRPC's own flow control
+(--flow_control=grpc: BDP probing on the server and in the clients' channels)."""
 
 
-@pytest.fixture(scope="module", params=[("threads", "sync", {}), ("aio", "sync", {}),
+@pytest.fixture(scope="module", params=[("threads", "sync", {"flow_control": "grpc"}), ("aio", "sync", {}),
                                         ("aio", "aio", {"pin_server": PINNED, "gc_threshold": 0})],
                 ids=["threads-server", "aio-server", "aio-server-aio-clients"])
 def result(request):
@@ -69,6 +70,14 @@ def test_labels_say_a_given_gc_threshold(result):
     assert result["label"].endswith(", gc python") == (result["client"] == "aio")
     assert many_actors.server_label("aio", 4, 50_000) == "aio x4, gc 50000"
     assert many_actors.server_label("threads", None) == "threads"
+    assert result["label"].endswith(", grpc flow control") == (result["server_kind"] == "threads")
+
+
+def test_unknown_flow_control_is_refused():
+    with pytest.raises(ValueError, match="flow_control must be one of seed_rl, grpc, grpc_window"):
+        many_actors.run_streams(2, seconds=1.0, flow_control="fast")
+    with pytest.raises(ValueError, match="numpy handler"):
+        many_actors.run_streams(2, seconds=1.0, flow_control="grpc", real_learner=True)
 
 
 def test_tables_render(result):
