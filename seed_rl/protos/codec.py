@@ -268,7 +268,7 @@ def step_batch_bytes(observation_spec: ObservationSpec, rows: int) -> int:
     """An upper bound (within a few dozen bytes per array) on the encoded size of a ``StepBatch`` of ``rows``
     envs whose observation matches ``observation_spec``; the learner sizes its gRPC receive window with it."""
     leaves = observation_spec.items() if isinstance(observation_spec, Mapping) else [("", observation_spec)]
-    arrays = [(1, (rows,), dtype) for dtype in _FIELD_DTYPES.values()]
+    arrays: list[tuple[int, tuple[int, ...], np.dtype]] = [(1, (rows,), d) for d in _FIELD_DTYPES.values()]
     arrays += [(len(name) + 8, (rows, *spec.shape), np.dtype(spec.dtype)) for name, spec in leaves]
     # Per array: its tag and length, the dtype name, the shape's packed varints (10 bytes at most each), the
     # data's tag and length.

@@ -67,7 +67,8 @@ CHANNEL_OPTIONS = (
     # No BDP probing: it sizes this side's receive window, and an actor receives only its actions (a few bytes
     # per env, far below gRPC's 64 KiB initial window). Its PINGs (one per connection from 100 ms to 10 s apart,
     # whatever the traffic) would cost the actor and the learner a write and a wake-up each; at 1,000 actors
-    # they were one for every few round trips (the learner turns its own off too, server.SERVER_OPTIONS).
+    # each side sent about one for every two round trips early in a run (the learner turns its own off too,
+    # server.SERVER_OPTIONS).
     ("grpc.http2.bdp_probe", 0),
 )
 """The options of every actor channel (message limits, reconnect back-off, keepalive); ``channel_options`` add to them."""
