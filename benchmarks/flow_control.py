@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import _common  # noqa: E402
 import numpy as np  # noqa: E402
 
-from seed_rl.types import ArraySpec, EnvOutput, StepBatch  # noqa: E402
+from seed_rl.types import ArraySpec  # noqa: E402
 
 OBS_SPEC = ArraySpec(shape=(84, 84, 4), dtype="uint8")
 ACTION_SPEC = ArraySpec(shape=(), dtype="int32", num_values=4)
@@ -48,11 +48,11 @@ VARIANTS = {
     "grpc": ((("grpc.http2.bdp_probe", 1),), (("grpc.http2.bdp_probe", 1),)),
     "grpc_window": ((("grpc.http2.lookahead_bytes", GRPC_UNPROBED_WINDOW),), ()),
 }
-OWN_CONNECTION = (("grpc.use_local_subchannel_pool", 1),)  # each actor its own TCP connection
 
 
-def _proxy_main(listen_port: int, target_port: int, delay_s: float) -> None:
-    """The delaying proxy: every chunk read from one side is written to the other ``delay_s`` later."""
+def _proxy_main(target_port: int, delay_s: float) -> None:
+    """The delaying proxy on a free loopback port (printed as ``ready PORT``): every chunk read from one side is
+    written to the other ``delay_s`` later."""
     import asyncio
 
     async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -84,25 +84,19 @@ def _proxy_main(listen_port: int, target_port: int, delay_s: float) -> None:
                              return_exceptions=True)
 
     async def main() -> None:
-        server = await asyncio.start_server(connection, "127.0.0.1", listen_port)
-        print("ready", flush=True)
+        server = await asyncio.start_server(connection, "127.0.0.1", 0)
+        print("ready", server.sockets[0].getsockname()[1], flush=True)
         await server.serve_forever()
 
     asyncio.run(main())
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def run_cell(variant: str, envs: int, *, actors: int, rtt_ms: float, seconds: float, warmup: float) -> dict:
     """A actors of ``envs`` envs through the proxy for ``warmup`` + ``seconds``; messages/s over the window."""
+    import many_actors  # imports this module: here, not at the top
+
     from seed_rl.transport.client import LearnerClient
-    from seed_rl.transport.server import InferenceServer
+    from seed_rl.transport.server import InferenceServer, receive_window_bytes
 
     server_options, channel_options = VARIANTS[variant]
     server = InferenceServer(
@@ -111,10 +105,9 @@ def run_cell(variant: str, envs: int, *, actors: int, rtt_ms: float, seconds: fl
         inference_batch_size=envs, max_batch_wait_ms=1.0, server_kind="aio", local_stream=False,
         grpc_options=server_options)
     port = server.start()
-    window = GRPC_PROBING_START_WINDOW if variant == "grpc" else dict(server._grpc_options)[  # noqa: SLF001
-        "grpc.http2.lookahead_bytes"]
-    proxy_port = _free_port()
-    proxy = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--_proxy", str(proxy_port), str(port),
+    window = GRPC_PROBING_START_WINDOW if variant == "grpc" else dict(server_options).get(
+        "grpc.http2.lookahead_bytes", receive_window_bytes(OBS_SPEC, envs))
+    proxy = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--_proxy", str(port),
                               str(rtt_ms / 2000.0)], stdout=subprocess.PIPE, text=True)
     counts = [0] * actors
     errors: list[str] = []
@@ -122,18 +115,13 @@ def run_cell(variant: str, envs: int, *, actors: int, rtt_ms: float, seconds: fl
 
     def actor(task: int) -> None:
         client = LearnerClient(f"127.0.0.1:{proxy_port}", task, connect_timeout_s=30, local_stream=False,
-                               channel_options=(*OWN_CONNECTION, *channel_options))
+                               channel_options=(*many_actors.OWN_CONNECTION, *channel_options))
         try:
             info = client.handshake()
             env_ids = np.arange(info.env_id_begin, info.env_id_end, dtype=np.int32)
             k = len(env_ids)
             frames = np.random.default_rng(task).integers(0, 256, (k, *OBS_SPEC.shape), dtype=np.uint8)
-            batch = StepBatch(
-                env_ids=env_ids, run_ids=np.arange(1, k + 1, dtype=np.int64) + 1000 * task,
-                env_outputs=EnvOutput(reward=np.zeros(k, np.float32), done=np.zeros(k, np.bool_),
-                                      observation=frames, abandoned=np.zeros(k, np.bool_),
-                                      episode_step=np.zeros(k, np.int32)),
-                raw_rewards=np.zeros(k, np.float32))
+            batch = many_actors._step_batch(env_ids, np.arange(1, k + 1, dtype=np.int64) + 1000 * task, frames, 0)
             while not stop.is_set():
                 client.step(batch)
                 counts[task] += 1
@@ -145,8 +133,10 @@ def run_cell(variant: str, envs: int, *, actors: int, rtt_ms: float, seconds: fl
 
     threads = [threading.Thread(target=actor, args=(t,), daemon=True) for t in range(actors)]
     try:
-        if proxy.stdout.readline().strip() != "ready":
+        ready = proxy.stdout.readline().split()
+        if len(ready) != 2 or ready[0] != "ready":
             raise RuntimeError("the delaying proxy did not start")
+        proxy_port = int(ready[1])
         for t in threads:
             t.start()
         time.sleep(warmup)
@@ -168,7 +158,7 @@ def run_cell(variant: str, envs: int, *, actors: int, rtt_ms: float, seconds: fl
 
 def main(argv: list[str] | None = None) -> int:
     if argv is None and len(sys.argv) > 1 and sys.argv[1] == "--_proxy":
-        _proxy_main(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]))
+        _proxy_main(int(sys.argv[2]), float(sys.argv[3]))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rtt_ms", type=float, default=20.0, help="round-trip time the proxy adds")

@@ -591,7 +591,7 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
         raise ValueError(f"flow_control must be one of {', '.join(FLOW_CONTROL)}, got {flow_control!r}")
     if flow_control != "seed_rl" and real_learner:
         raise ValueError("flow_control is for the numpy handler's server (the learner starts its own)")
-    label = server_label(server_kind, aio_listeners, gc_threshold) + flow_label(flow_control)
+    label = server_label(server_kind, aio_listeners, gc_threshold, flow_control)
     if gc_threshold is None:
         gc_threshold = RunConfig().gc_threshold
     server_cpus = client_cpus = None
@@ -737,15 +737,17 @@ def int_variants(text: str) -> list[int | None]:
     return [int(x) for x in text.split(",") if x.strip()] or [None]
 
 
-def server_label(server_kind: str, aio_listeners: int | None, gc_threshold: int | None = None) -> str:
-    """How the tables name a server: its kind, for aio its listeners, and its gc threshold when one was given."""
-    gc_part = gc_label(gc_threshold)
+def server_label(server_kind: str, aio_listeners: int | None, gc_threshold: int | None = None,
+                 flow_control: str = "seed_rl") -> str:
+    """How the tables name a server: its kind, for aio its listeners, its gc threshold when one was given, and its
+    flow control when not the shipped one."""
+    suffix = gc_label(gc_threshold) + flow_label(flow_control)
     if server_kind != "aio":
-        return server_kind + gc_part
+        return server_kind + suffix
     from seed_rl.transport.server import AIO_LISTENERS
 
     listeners = AIO_LISTENERS if aio_listeners is None else aio_listeners
-    return f"aio x{listeners}" + gc_part
+    return f"aio x{listeners}" + suffix
 
 
 def window_samples(result: dict) -> list:
