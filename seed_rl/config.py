@@ -172,6 +172,29 @@ class RunConfig:
         "and sends nothing for this many seconds (the actor then reconnects); a healthy actor sends a step every "
         "few milliseconds. <= 0: never. Keeps idle or abandoned streams from holding the learner's threads."
     )
+    max_abs_reward: float = field(
+        1e7, "The learner refuses, at the door, a message whose reward or raw reward has a magnitude above this "
+        "(INVALID_ARGUMENT naming the env ids; the actor stops): a finite but extreme reward (a custom env's bug, a "
+        "reward-scale mistake) would otherwise reach the loss of every actor's batch. <= 0: no bound "
+        "(docs/transport.md, \"Bad values\")."
+    )
+    max_abs_observation: float = field(
+        1e6, "The learner refuses, at the door, a message with a float observation value of magnitude above this "
+        "(INVALID_ARGUMENT naming the env ids; the actor stops): a finite but extreme observation can overflow the "
+        "network, or an observation normalizer's running statistics. Integer observations (Atari frames) are not "
+        "checked. <= 0: no bound."
+    )
+    max_refused_in_a_row: int = field(
+        10, "An actor whose messages hold rows the learner cannot act on (the network's output for that "
+        "observation is not finite, or its action is outside the action spec) is answered with those rows refused "
+        "(the actor resets those envs) and the others served; after this many such answers in a row on one stream "
+        "the learner closes the stream with INVALID_ARGUMENT (reason refused-rows). >= 1."
+    )
+    max_skipped_updates: int = field(
+        100, "The learner skips an update whose loss or gradients are not finite (weights and optimizer left as "
+        "they were; counted as learner/skipped_updates) and stops with one line after this many train steps in a "
+        "row had every update skipped. >= 1."
+    )
     wandb_project: str = field(
         "", "Log the run to this Weights & Biases project (config, the TensorBoard scalars, every episode, the "
         "learning curve), one W&B run per run directory; empty: no W&B. Needs pip install 'seed_rl[wandb]'.")
@@ -267,6 +290,10 @@ class RunConfig:
             raise ValueError(f"grpc_server must be auto, threads or aio, got {self.grpc_server!r}")
         if self.gc_threshold < 0:
             raise ValueError(f"gc_threshold must be >= 0 (0: Python's own), got {self.gc_threshold}")
+        if self.max_refused_in_a_row < 1:
+            raise ValueError(f"max_refused_in_a_row must be >= 1, got {self.max_refused_in_a_row}")
+        if self.max_skipped_updates < 1:
+            raise ValueError(f"max_skipped_updates must be >= 1, got {self.max_skipped_updates}")
         if self.actor_env_groups < 1:
             raise ValueError(f"actor_env_groups must be >= 1, got {self.actor_env_groups}")
         if self.num_envs and self.num_envs < self.num_actors * self.env_batch_size:

@@ -13,7 +13,11 @@ original (common/actor.py):
   protocol, generalised to any number of envs: an extra message with only the truncated envs' rows carries the
   terminal observation and last reward with ``done = False`` (the returned actions are ignored), then the regular
   message carries reward 0, ``done = abandoned = True`` and the reset observation;
-* an environment that raises is closed, re-created with a new run id, and the actor carries on.
+* an environment that raises is closed, re-created with a new run id, and the actor carries on;
+* an answer whose rows the learner refused (``RowsRefusedError``: it could not act on them, e.g. their network
+  output was not finite) steps the other envs as usual and starts a new run of each refused env (reset, new run
+  id), since the learner kept nothing of that step; the learner closes the stream after too many such answers in
+  a row.
 
 The raw reward of a step (``raw_rewards``, what episode statistics add up) is the env family's rule
 (`seed_rl.envs.EnvFamily.raw_reward`; by default the env's reward), so the loop knows no family.
@@ -36,7 +40,12 @@ from seed_rl.envs import create_environment, get_family, resolve_env_config
 from seed_rl.envs import observation_spec as env_observation_spec
 from seed_rl.transport import tls
 from seed_rl.transport.client import LearnerClient
-from seed_rl.transport.errors import FINISHED_REASON, LearnerUnavailableError, ProtocolMismatchError
+from seed_rl.transport.errors import (
+    FINISHED_REASON,
+    LearnerUnavailableError,
+    ProtocolMismatchError,
+    RowsRefusedError,
+)
 from seed_rl.types import EnvOutput, StepBatch
 
 log = logging.getLogger("seed_rl.actor")
@@ -85,9 +94,22 @@ class _EnvSlot:
             except Exception:  # closing a broken env must not stop the actor
                 log.debug("closing env %d failed", self.env_id, exc_info=True)
         self.env = create_environment(self.config.env, self.env_id)
+        self.new_run_pending = False  # a refused truncation message: start a new run at the next answer
         self.run_id = int(self.rng.integers(0, _INT64_MAX))
         obs, _ = self.env.reset()
         self.observation = obs
+        self.reward = 0.0
+        self.raw_reward = 0.0
+        self.done = False
+        self.abandoned = False
+        self.episode_step = 0
+
+    def new_run(self) -> None:
+        """Starts a new run of this env (a new run id, so the learner forgets it): the env is reset, and the
+        next message carries reward 0, done False and the reset observation."""
+        self.run_id = int(self.rng.integers(0, _INT64_MAX))
+        self.new_run_pending = False
+        self.observation, _ = self.env.reset()
         self.reward = 0.0
         self.raw_reward = 0.0
         self.done = False
@@ -124,6 +146,7 @@ class Actor:
         self.steps = 0
         self.episodes = 0
         self.env_restarts = 0
+        self.refused_rows = 0  # env rows the learner refused (RowsRefusedError)
         self.reconnects = 0
         self.finished = False  # the learner said its training is finished (run returned for that)
 
@@ -247,6 +270,7 @@ class Actor:
         # The group each sent message belongs to, oldest first; None marks a truncation message whose actions
         # are ignored.
         pending: collections.deque = collections.deque()
+        truncation: collections.deque = collections.deque()  # the envs of each truncation message in flight
         last_log = time.monotonic()
 
         def wanted(g: int) -> bool:
@@ -258,15 +282,24 @@ class Actor:
                 pending.append(g)
         while pending:
             g = pending.popleft()
-            actions = client.receive()
+            group = truncation.popleft() if g is None else groups[g]
+            actions, refused = self._receive(client, group, truncation=g is None)
             if g is None:
                 continue  # the actions for terminal observations are ignored
-            truncated = self._step_group(groups[g], actions)
+            for slot in group:
+                if slot.new_run_pending:  # its truncation message was refused: a new run instead of a step
+                    slot.new_run()
+                    refused.add(slot)
+            if refused:  # those envs start a new run instead of a step
+                kept = [i for i, slot in enumerate(group) if slot not in refused]
+                group, actions = [group[i] for i in kept], actions[kept]
+            truncated = self._step_group(group, actions)
             if truncated:
                 # The two-message protocol: the terminal observations first, then the regular message with the
                 # reset observations. The learner handles each env's messages in the order they were sent.
                 client.send(self._message(truncated))
                 pending.append(None)
+                truncation.append(truncated)
                 for slot in truncated:
                     slot.observation, _ = slot.env.reset()
                     slot.reward = slot.raw_reward = 0.0
@@ -281,6 +314,25 @@ class Actor:
                 last_log = time.monotonic()
                 log.info("actor %d: %d steps, %d episodes, %d env restarts, %d reconnects",
                          self.task, self.steps, self.episodes, self.env_restarts, self.reconnects)
+
+    def _receive(self, client: LearnerClient, slots: List[_EnvSlot], truncation: bool = False) -> tuple[Any, set]:
+        """The actions of the oldest message in flight (for ``slots``), and the slots whose rows the learner
+        refused: those start a new run (the learner kept nothing of their step). The envs of a refused
+        ``truncation`` message have their regular message in flight already: they start a new run when its
+        answer comes (``new_run_pending``) instead of being stepped."""
+        try:
+            return client.receive(), set()
+        except RowsRefusedError as e:
+            refused_ids = set(e.env_ids)
+            refused = {slot for slot in slots if slot.env_id in refused_ids}
+            self.refused_rows += len(refused)
+            log.warning("actor %d: %s; starting those envs again with new run ids", self.task, e)
+            for slot in refused:
+                if truncation:
+                    slot.new_run_pending = True
+                else:
+                    slot.new_run()
+            return e.actions, refused
 
     def _step_group(self, slots: List[_EnvSlot], actions) -> List[_EnvSlot]:
         """Steps each env with its action; returns the envs whose episode was truncated (not yet reset)."""

@@ -9,16 +9,18 @@ This is the original's ``inference`` tf.function (agents/vtrace/learner.py), mad
 that follows the Agent protocol (``initial_state``, ``act``) plugs in. How the compiled step is called (the public
 ``tf.function`` call, or ``seed_rl/learner/fast_call.py``'s cheaper path) does not change what it computes.
 
-Given the env's action spec, the step checks the agent's actions before it writes anything, and refuses the
-whole call with ``ActionOutOfSpecError`` when one is outside the spec (a network gone to NaN makes
-``tf.random.categorical`` draw index ``num_actions``): no such action is ever sent to an actor or stored in an
-unroll, where it would later fail the training step.
+Every row is checked before anything is written: a row whose network outputs (the agent's outputs and its new
+recurrent state) are not finite, or whose action is outside the env's action spec (a network gone to NaN makes
+``tf.random.categorical`` draw index ``num_actions``), is refused on its own. The other rows of the call are acted
+on and written as usual; a refused row writes nothing (run id, agent state, previous action, episode statistics
+and partial unroll stay as they were), and the step reports it in ``InferenceOutput.refused`` with its cause, so
+that only the message it came from is refused (docs/transport.md, "Refused rows"). No refused action is ever
+sent to an actor or stored in an unroll, where it would later fail the training step.
 """
 
 from __future__ import annotations
 
 import contextlib
-import re
 from typing import Any, Callable, NamedTuple, Optional
 
 import numpy as np
@@ -29,13 +31,21 @@ from seed_rl.learner.tables import EnvTable, UnrollStore
 from seed_rl.ops import specs as specs_lib
 from seed_rl.types import ArraySpec, EnvOutput, Unroll
 
-_SHOWN_ROWS = 8
-"""Offending rows (env ids and actions) an ``ActionOutOfSpecError`` shows."""
+ACTED = 0
+"""``InferenceOutput.refused`` of a row that was acted on."""
+NON_FINITE_OUTPUT = 1
+"""``InferenceOutput.refused``: the agent's outputs or new recurrent state for the row are not finite."""
+ACTION_OUT_OF_SPEC = 2
+"""``InferenceOutput.refused``: the row's action is outside the action spec (its outputs are finite)."""
 
 
-class ActionOutOfSpecError(tf.errors.InvalidArgumentError):
-    """The agent produced an action outside the env's action spec; the inference call was refused, its tables
-    unchanged. The message names the spec and shows the offending env ids and actions."""
+def refusal_cause(code: int, action_check: Optional["ActionCheck"] = None) -> str:
+    """The words for a refused row's cause code (``InferenceOutput.refused``)."""
+    if code == NON_FINITE_OUTPUT:
+        return ("the network's output for it is not finite (NaN or inf), e.g. from an extreme observation that "
+                "passed the learner's checks")
+    spec = f" ({action_check.spec_words()})" if action_check is not None else ""
+    return f"the agent's action for it is outside the action spec{spec}"
 
 
 class EpisodeStats(NamedTuple):
@@ -61,29 +71,28 @@ class InferenceOutput(NamedTuple):
     reset_env_ids: Any
     """int32 [R]: envs seen with a new run id in this step."""
     frames: Any
-    """int64 scalar: environment frames this step represents."""
+    """int64 scalar: environment frames this step represents (rows acted on only)."""
+    refused: Any
+    """int32 [N]: per input row, ``ACTED`` (0) or why the row was refused (``NON_FINITE_OUTPUT``,
+    ``ACTION_OUT_OF_SPEC``); a refused row wrote nothing, and its action must not be used."""
 
 
 class ActionCheck:
-    """The check of the agent's actions against the env's action spec, and the error it raises.
+    """The check of the agent's actions against the env's action spec, row by row.
 
     Discrete (``num_values > 0``): integers in ``[0, num_values)``. Otherwise: finite when floating, and within
     ``minimum`` / ``maximum`` where the spec has them, compared in the actions' dtype (a float32 Box's bounds are
     float32 values, so an action clipped to a bound passes).
 
     The spec is kept in this plain object rather than on the ``tf.Module``, whose attribute tracking would wrap
-    the spec's tuple and bound lists (and show ``ListWrapper([...])`` in the message).
+    the spec's tuple and bound lists (and show ``ListWrapper([...])`` in a message).
     """
 
     def __init__(self, spec: ArraySpec):
         self.spec = spec
-        self.message = (
-            f"seed_rl: the agent produced an action outside the action spec ({self._spec_words()}), probably from "
-            f"non-finite network outputs (NaN or inf weights or inputs); the call was refused and no table "
-            f"changed. Offending rows, env ids then actions:")
-        """What an ``ActionOutOfSpecError`` says before the offending env ids and actions."""
 
-    def _spec_words(self) -> str:
+    def spec_words(self) -> str:
+        """The spec in words, for a refusal's message."""
         spec = self.spec
         words = f"{spec.dtype} of shape {tuple(spec.shape)}"
         if spec.num_values > 0:
@@ -96,18 +105,13 @@ class ActionCheck:
             words += f", <= {spec.maximum}"
         return words
 
-    def ops(self, env_ids, actions) -> list:
-        """The assertion ops (inside the compiled step) that fail when a row of ``actions`` ``[N, *shape]`` is
-        outside the spec; none when there is nothing to check.
-
-        The assertion is the raw ``Assert`` op: ``tf.debugging.Assert`` wraps its data in a ``tf.cond`` unless
-        every tensor is a string or int32, and a lowered cond would keep the step off the single-threaded
-        executor (``fast_call.py``).
-        """
+    def row_valid(self, actions):
+        """bool ``[N]`` (inside the compiled step): whether row i of ``actions`` ``[N, *shape]`` is inside the
+        spec; None when there is nothing to check."""
         spec = self.spec
         dtype = actions.dtype
         if not (dtype.is_integer or dtype.is_floating or dtype.is_bool):
-            return []
+            return None
         ok = []
         if spec.num_values > 0:
             values = tf.cast(actions, tf.float64 if dtype.is_floating else tf.int64)
@@ -125,30 +129,23 @@ class ActionCheck:
             if spec.maximum is not None:
                 ok.append(actions <= tf.constant(np.asarray(spec.maximum), actions.dtype))
         if not ok:
-            return []
+            return None
         valid = ok[0]
         for more in ok[1:]:
             valid = valid & more
         valid = tf.broadcast_to(valid, tf.shape(actions))
-        row_valid = tf.reduce_all(valid, axis=list(range(1, valid.shape.rank)))
-        bad = tf.logical_not(row_valid)
-        return [tf.raw_ops.Assert(condition=tf.reduce_all(row_valid),
-                                  data=[self.message, tf.boolean_mask(env_ids, bad), tf.boolean_mask(actions, bad)],
-                                  summarize=_SHOWN_ROWS * max(1, int(np.prod(spec.shape, dtype=np.int64))))]
+        return tf.reduce_all(valid, axis=list(range(1, valid.shape.rank)))
 
-    def refusal(self, error: tf.errors.InvalidArgumentError) -> Optional[ActionOutOfSpecError]:
-        """The ``ActionOutOfSpecError`` for a call that failed this check, without TensorFlow's text around it
-        (the node, where it was defined, the function's name); None when ``error`` is another error.
 
-        TensorFlow's message holds the assertion's data as ``[message] [env ids] [actions]`` on one line, which
-        the public call ends with `` [Op:<function name>]``.
-        """
-        start = error.message.find(self.message)
-        if start < 0:
-            return None
-        rows = error.message[start + len(self.message):].split("\n", 1)[0]
-        rows = re.sub(r"\s*\[Op:[^\]]*\]\s*$", "", rows.lstrip("]")).strip()
-        return ActionOutOfSpecError(error.node_def, error.op, f"{self.message} {rows}")
+def _finite_rows(n, nest):
+    """bool ``[n]``: whether every floating-point value of row i of each leaf ``[n, ...]`` of ``nest`` is finite."""
+    finite = None
+    for leaf in tf.nest.flatten(nest):
+        if not leaf.dtype.is_floating:
+            continue
+        rows = tf.reduce_all(tf.math.is_finite(tf.reshape(leaf, [n, -1])), axis=1)
+        finite = rows if finite is None else finite & rows
+    return tf.ones([n], tf.bool) if finite is None else finite
 
 
 _no_scope = contextlib.nullcontext
@@ -164,14 +161,12 @@ def _where_rows(mask, a, b):
 class InferenceStep(tf.Module):
     """Owns the per-env tables and the unroll store; ``__call__`` is the compiled inference step.
 
-    ``action_spec`` (the env's ``ArraySpec``; the Learner always gives it) is what the agent's actions are checked
-    against: a call where any row's action is outside it raises ``ActionOutOfSpecError`` (a
-    ``tf.errors.InvalidArgumentError``) for the whole batch, and leaves every table (run ids, agent states,
-    previous actions, episode statistics, unroll store) as it was: all of them are read first and written only
-    after the check passed (every write has a control dependency on it: without one, TensorFlow runs a write that
-    does not depend on the failing assertion anyway). Outside the tables, a refused call may have advanced the
-    random ops the agent samples with, so a later call draws other samples than it would have; the step writes
-    nothing else. Without ``action_spec`` (a step built by hand, e.g. in a benchmark) nothing is checked.
+    Every row is checked before anything is written (the module docstring): ``action_spec`` (the env's
+    ``ArraySpec``; the Learner always gives it) is what the agent's actions are checked against, and the agent's
+    outputs and new state must be finite. A refused row leaves every table (run id, agent state, previous action,
+    episode statistics, unroll store) as it was: each write takes, for a refused row, the value just read. Outside
+    the tables, a call with refused rows has advanced the random ops the agent samples with like any other call.
+    Without ``action_spec`` (a step built by hand, e.g. in a benchmark) only finiteness is checked.
 
     ``fast_call`` (the learner's ``RunConfig.fast_inference_call``) picks how the compiled step is called: on, a
     ``fast_call.FastCaller`` (the graph called through TensorFlow's internal flat entry point, under the
@@ -253,11 +248,8 @@ class InferenceStep(tf.Module):
         return self._compiled(ints, floats, tf.nest.pack_sequence_as(self._observation_spec, observations))
 
     def __call__(self, env_ids, run_ids, env_outputs: EnvOutput, raw_rewards) -> InferenceOutput:
-        """One inference step over n rows (numpy arrays or tensors): see the module docstring.
-
-        Raises:
-          ActionOutOfSpecError: an action was outside the ``action_spec``; nothing was written.
-        """
+        """One inference step over n rows (numpy arrays or tensors): see the module docstring. Rows that were
+        refused are marked in ``InferenceOutput.refused``."""
         if self._call is None:
             self._call, self._executor_choice = self._make_caller()
         call = self._call
@@ -266,13 +258,11 @@ class InferenceStep(tf.Module):
         floats = np.stack([np.asarray(env_outputs.reward), np.asarray(raw_rewards)], axis=1).astype(np.float32)
         observations = [np.asarray(x, dtype) for x, dtype in
                         zip(tf.nest.flatten(env_outputs.observation), self._observation_dtypes)]
-        try:
-            return call([tf.constant(ints), tf.constant(floats), *map(tf.constant, observations)])
-        except tf.errors.InvalidArgumentError as e:
-            refusal = None if self.action_check is None else self.action_check.refusal(e)
-            if refusal is None:
-                raise
-            raise refusal from None
+        return call([tf.constant(ints), tf.constant(floats), *map(tf.constant, observations)])
+
+    def cause(self, code: int) -> str:
+        """The words for a refused row's cause (``InferenceOutput.refused``)."""
+        return refusal_cause(code, self.action_check)
 
     def _packed_step(self, ints, floats, observation):
         if self.device:
@@ -287,26 +277,36 @@ class InferenceStep(tf.Module):
         return self._step(tf.cast(ints[:, 0], tf.int32), ints[:, 1], env_outputs, floats[:, 1])
 
     def _step(self, env_ids, run_ids, env_outputs: EnvOutput, raw_rewards):
-        # Everything is read and computed first and written at the end, once the actions have passed the action
-        # check: a refused call leaves every table as it was (see the class docstring).
+        # Everything is read and computed first; the writes at the end keep a refused row's values as they were
+        # read (see the class docstring).
         n = tf.shape(env_ids)[0]
         # 1. A new run id means a new actor connection: forget everything about that env.
-        reset = tf.not_equal(self.run_ids.read(env_ids), run_ids)
-        reset_ids = tf.boolean_mask(env_ids, reset)
-        prev_states = _where_rows(reset, self.agent.initial_state(n), self.agent_states.read(env_ids))
+        stored_run_ids = self.run_ids.read(env_ids)
+        reset = tf.not_equal(stored_run_ids, run_ids)
+        stored_states = self.agent_states.read(env_ids)
+        prev_states = _where_rows(reset, self.agent.initial_state(n), stored_states)
         stored_actions = self.prev_actions.read(env_ids)
         prev_actions = _where_rows(reset, tf.nest.map_structure(tf.zeros_like, stored_actions), stored_actions)
 
-        # 2. Episode statistics: this step's reward closes the running episode; a finished episode starts again
-        # from zero; then every row counts its frames and one step. A truncated episode was reported with one
-        # extra step (the terminal observation, see agents/vtrace/loss.py), which is not counted as a frame.
+        # 2. Act, and check each row: finite outputs and state, an action inside the spec.
+        agent_outputs, new_states = self._act(prev_actions, env_outputs, prev_states, env_ids)
+        finite = _finite_rows(n, (agent_outputs, new_states))
+        in_spec = None if self.action_check is None else self.action_check.row_valid(agent_outputs.action)
+        ok = finite if in_spec is None else finite & in_spec
+        refused = tf.where(finite, tf.where(ok, ACTED, ACTION_OUT_OF_SPEC), NON_FINITE_OUTPUT)
+
+        # 3. Episode statistics of the rows acted on: this step's reward closes the running episode; a finished
+        # episode starts again from zero; then every row counts its frames and one step. A truncated episode was
+        # reported with one extra step (the terminal observation, see agents/vtrace/loss.py), which is not
+        # counted as a frame.
         repeats = tf.cast(self.num_action_repeats, tf.int64)
         abandoned = tf.cast(env_outputs.abandoned, tf.bool) & tf.cast(env_outputs.done, tf.bool)
         zeros = EpisodeStats(tf.zeros([n], tf.int64), tf.zeros([n], tf.int32), tf.zeros([n]), tf.zeros([n]))
-        stats = _where_rows(reset, zeros, self.episode_stats.read(env_ids))
+        stored_stats = self.episode_stats.read(env_ids)
+        stats = _where_rows(reset, zeros, stored_stats)
         stats = stats._replace(episode_return=stats.episode_return + env_outputs.reward,
                                raw_return=stats.raw_return + raw_rewards)
-        done = tf.cast(env_outputs.done, tf.bool) & ~reset
+        done = tf.cast(env_outputs.done, tf.bool) & ~reset & ok
         finished_ids = tf.boolean_mask(env_ids, done)
         finished = tf.nest.map_structure(lambda t: tf.boolean_mask(t, done), stats)
         fake = tf.cast(tf.boolean_mask(abandoned, done), tf.int64)
@@ -314,30 +314,26 @@ class InferenceStep(tf.Module):
                                      steps=finished.steps - tf.cast(fake, tf.int32))
         new_stats = _where_rows(done, zeros, stats)
         new_stats = new_stats._replace(frames=new_stats.frames + repeats, steps=new_stats.steps + 1)
-        frames = (tf.cast(n, tf.int64) - tf.reduce_sum(tf.cast(abandoned, tf.int64))) * repeats
+        frames = tf.reduce_sum(tf.cast(ok & ~abandoned, tf.int64)) * repeats
 
-        # 3. Act, and check the actions against the action spec.
-        agent_outputs, new_states = self._act(prev_actions, env_outputs, prev_states, env_ids)
-        checks = [] if self.action_check is None else self.action_check.ops(env_ids, agent_outputs.action)
-
-        # 4. Only then write: reset the new runs, account the episodes, append the training envs' rows to their
-        # unrolls, keep the new states and actions. Every op here waits for the checks, and none runs if one fails.
-        with tf.control_dependencies(checks):
-            self.run_ids.replace(env_ids, run_ids)
-            self.store.reset(reset_ids)
-            self.episode_stats.replace(env_ids, new_stats)
-            version = tf.fill([n], self.policy_version.read_value())
-            train = env_ids < self.num_train_envs
-            step = tf.nest.map_structure(lambda t: tf.boolean_mask(t, train),
-                                         (prev_actions, env_outputs, agent_outputs, version, prev_states))
-            _, completed_ids, steps = self.store.append(tf.boolean_mask(env_ids, train), step)
-            self.agent_states.replace(env_ids, new_states)
-            self.prev_actions.replace(env_ids, agent_outputs.action)
-            actions = tf.identity(agent_outputs.action)
+        # 4. Write: reset the new runs, account the episodes, append the training envs' rows to their unrolls,
+        # keep the new states and actions; a refused row writes back what was read.
+        self.run_ids.replace(env_ids, tf.where(ok, run_ids, stored_run_ids))
+        reset_ids = tf.boolean_mask(env_ids, reset & ok)
+        self.store.reset(reset_ids)
+        self.episode_stats.replace(env_ids, _where_rows(ok, new_stats, stored_stats))
+        version = tf.fill([n], self.policy_version.read_value())
+        train = (env_ids < self.num_train_envs) & ok
+        step = tf.nest.map_structure(lambda t: tf.boolean_mask(t, train),
+                                     (prev_actions, env_outputs, agent_outputs, version, prev_states))
+        _, completed_ids, steps = self.store.append(tf.boolean_mask(env_ids, train), step)
+        self.agent_states.replace(env_ids, _where_rows(ok, new_states, stored_states))
+        self.prev_actions.replace(env_ids, _where_rows(ok, agent_outputs.action, stored_actions))
 
         unrolls = Unroll(agent_state=tf.nest.map_structure(lambda t: t[:, 0], steps[4]),
                          prev_actions=steps[0], env_outputs=steps[1], agent_outputs=steps[2],
                          policy_version=steps[3])
         return InferenceOutput(
-            actions=actions, completed_env_ids=completed_ids, unrolls=unrolls,
-            finished_env_ids=finished_ids, finished=finished, reset_env_ids=reset_ids, frames=frames)
+            actions=agent_outputs.action, completed_env_ids=completed_ids, unrolls=unrolls,
+            finished_env_ids=finished_ids, finished=finished, reset_env_ids=reset_ids, frames=frames,
+            refused=refused)

@@ -46,6 +46,7 @@ from seed_rl.learner.training import (
     make_replay,
 )
 from seed_rl.transport import tls as tls_lib
+from seed_rl.transport.batcher import PartialAnswer
 from seed_rl.transport.server import InferenceServer
 from seed_rl.types import Agent, ReplayFeed, StepBatch
 
@@ -164,7 +165,9 @@ class Learner:
             inference_batch_size=run.resolved_inference_batch_size, max_batch_wait_ms=run.max_batch_wait_ms,
             wait_for_full_batch=run.wait_for_full_batch, auth_token=run.auth_token,
             local_stream=run.local_stream, server_kind=run.resolved_grpc_server,
-            stream_idle_timeout_s=run.stream_idle_timeout_s,
+            stream_idle_timeout_s=run.stream_idle_timeout_s, max_abs_reward=run.max_abs_reward,
+            max_abs_observation=run.max_abs_observation,
+            max_refused_in_a_row=run.max_refused_in_a_row,
             server_credentials=tls_lib.server_credentials(run.tls_cert_file, run.tls_key_file))
 
         os.makedirs(run.logdir, exist_ok=True)
@@ -182,6 +185,9 @@ class Learner:
         self._train_error: Optional[BaseException] = None
         self._inference_error: Optional[BaseException] = None
         self._inference_failures = 0  # consecutive failed inference batches
+        self.refused_rows = 0
+        """Rows the inference step refused (their outputs not finite, or actions outside the spec)."""
+        self._refusal_causes_logged: set = set()
         self._last_priorities: Optional[np.ndarray] = None
         self._start_time = time.time()
         self._last_checkpoint = time.monotonic()
@@ -190,7 +196,7 @@ class Learner:
         self.tracker: Optional[WandbTracker] = None  # W&B, created in start() when run.wandb_project is set
 
     # -- inference (batcher thread) ------------------------------------------------------------------------
-    def _handle(self, batch: StepBatch) -> np.ndarray:
+    def _handle(self, batch: StepBatch) -> np.ndarray | PartialAnswer:
         try:
             out = self.inference(batch.env_ids, batch.run_ids, batch.env_outputs, batch.raw_rewards)
         except Exception as e:
@@ -218,12 +224,32 @@ class Learner:
             unrolls = tf.nest.map_structure(lambda t: t.numpy(), out.unrolls)
             priorities = None
             if self._initial_priorities is not None:
-                priorities = self._initial_priorities(out.unrolls).numpy()
+                # A non-finite priority (a sequence of extreme rewards) would fail the replay's insert and stop
+                # training: such a sequence gets priority 0 instead, so it is (almost) never sampled.
+                priorities = np.nan_to_num(self._initial_priorities(out.unrolls).numpy(), nan=0.0, posinf=0.0)
             try:
                 self.queue.put(unrolls, priorities)  # one chunk: every unroll this step completed
             except QueueClosed:
                 pass  # stopping: the partial data is dropped, actors get UNAVAILABLE next
-        return out.actions.numpy()
+        actions = out.actions.numpy()
+        refused = out.refused.numpy()
+        if not refused.any():
+            return actions
+        return self._refuse_rows(batch, actions, refused)
+
+    def _refuse_rows(self, batch: StepBatch, actions: np.ndarray, refused: np.ndarray) -> PartialAnswer:
+        """The answer for a batch with refused rows (``InferenceOutput.refused``): the batcher refuses their
+        messages only. Counted, and logged once per cause."""
+        causes = {int(code): self.inference.cause(int(code)) for code in np.unique(refused[refused != 0])}
+        with self._lock:
+            self.refused_rows += int(np.count_nonzero(refused))
+        for code, cause in causes.items():
+            if code not in self._refusal_causes_logged:
+                self._refusal_causes_logged.add(code)
+                env_ids = np.asarray(batch.env_ids)[refused == code].tolist()
+                log.warning("refused the rows of env ids %s: %s; their actors are told and the other rows of the "
+                            "batch are served (logged once per cause)", env_ids, cause)
+        return PartialAnswer(actions, [causes[int(code)] if code else "" for code in refused])
 
     # -- training (training thread) ------------------------------------------------------------------------
     def _train_loop(self) -> None:

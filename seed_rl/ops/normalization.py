@@ -7,7 +7,10 @@ running_statistics.py``), for observation and reward normalisation of the on-pol
   Welford's algorithm), in float64: the original needed a two-level float32 tracker to stay accurate after
   millions of updates (its ``TwoLevelAverageMeanStd``); float64 has the mantissa without the second level.
 
-Each tracks ``size`` features (the last axis); ``update(data)`` takes ``[..., size]``. Under a multi-replica
+Each tracks ``size`` features (the last axis); ``update(data)`` takes ``[..., size]``. An update whose new
+statistics would not be finite (a batch holding a NaN, or values so extreme that their squares overflow) leaves
+the statistics as they were: they live outside the optimizer, so the learner's guard on non-finite updates
+(``Trainer``) could not undo them, and one bad batch would poison every later normalisation. Under a multi-replica
 strategy each replica sees its slice of the batch: the batch's sums are all-reduced first, so every replica applies
 the same update to its copy (``ONLY_FIRST_REPLICA`` aggregation), and the statistics are those of the whole batch.
 """
@@ -34,6 +37,14 @@ def _batch_sums(data: Any, dtype) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     if context is not None and context.num_replicas_in_sync > 1:
         sums = context.all_reduce(tf.distribute.ReduceOp.SUM, sums)
     return sums[0], sums[1], sums[2]
+
+
+def _assign_if_finite(*pairs: Tuple[tf.Variable, tf.Tensor]) -> None:
+    """Assigns each ``(variable, value)`` only when every value is finite (else every variable keeps its own):
+    the same decision on every replica, whose values come from all-reduced sums."""
+    finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(value)) for _, value in pairs])
+    for variable, value in pairs:
+        variable.assign(tf.where(finite, value, variable))
 
 
 class _MeanStd(tf.Module, metaclass=abc.ABCMeta):
@@ -77,8 +88,9 @@ class EMAMeanStd(_MeanStd):
 
     def update(self, data: Any) -> None:
         count, total, squares = _batch_sums(data, tf.float32)
-        self.first_moment.assign_add(self.beta * (total / count - self.first_moment))
-        self.second_moment.assign_add(self.beta * (squares / count - self.second_moment))
+        _assign_if_finite(
+            (self.first_moment, self.first_moment + self.beta * (total / count - self.first_moment)),
+            (self.second_moment, self.second_moment + self.beta * (squares / count - self.second_moment)))
 
     def mean_std(self) -> Tuple[tf.Tensor, tf.Tensor]:
         mean = tf.identity(self.first_moment)
@@ -105,9 +117,11 @@ class AverageMeanStd(_MeanStd):
         n = tf.identity(self.count)
         new_count = n + m
         delta = batch_mean - self.mean
-        self.summed_variance.assign_add(tf.maximum(batch_m2, 0.0) + tf.square(delta) * n * m / new_count)
-        self.mean.assign_add(delta * m / new_count)
-        self.count.assign(new_count)
+        _assign_if_finite(
+            (self.summed_variance,
+             self.summed_variance + tf.maximum(batch_m2, 0.0) + tf.square(delta) * n * m / new_count),
+            (self.mean, self.mean + delta * m / new_count),
+            (self.count, new_count))
 
     def mean_std(self) -> Tuple[tf.Tensor, tf.Tensor]:
         floor = self.std_min * self.std_min

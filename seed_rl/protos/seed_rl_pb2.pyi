@@ -98,10 +98,14 @@ class StepBatch(_message.Message):
     def __init__(self, env_ids: _Optional[_Union[Array, _Mapping]] = ..., run_ids: _Optional[_Union[Array, _Mapping]] = ..., reward: _Optional[_Union[Array, _Mapping]] = ..., done: _Optional[_Union[Array, _Mapping]] = ..., abandoned: _Optional[_Union[Array, _Mapping]] = ..., episode_step: _Optional[_Union[Array, _Mapping]] = ..., raw_reward: _Optional[_Union[Array, _Mapping]] = ..., observation: _Optional[_Iterable[_Union[NamedArray, _Mapping]]] = ...) -> None: ...
 
 class ActionBatch(_message.Message):
-    __slots__ = ("actions",)
+    __slots__ = ("actions", "refused_env_ids", "refusal")
     ACTIONS_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_ENV_IDS_FIELD_NUMBER: _ClassVar[int]
+    REFUSAL_FIELD_NUMBER: _ClassVar[int]
     actions: Array
-    def __init__(self, actions: _Optional[_Union[Array, _Mapping]] = ...) -> None: ...
+    refused_env_ids: _containers.RepeatedScalarFieldContainer[int]
+    refusal: str
+    def __init__(self, actions: _Optional[_Union[Array, _Mapping]] = ..., refused_env_ids: _Optional[_Iterable[int]] = ..., refusal: _Optional[str] = ...) -> None: ...
 
 class LocalStreamOpen(_message.Message):
     __slots__ = ("session_id", "auth_token")

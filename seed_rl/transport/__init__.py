@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         InvalidRequestError,
         LearnerUnavailableError,
         ProtocolMismatchError,
+        RowsRefusedError,
         TransportError,
     )
     from seed_rl.transport.server import InferenceServer
@@ -46,6 +47,7 @@ _LAZY = {
     "LearnerClient": "seed_rl.transport.client",
     "LearnerUnavailableError": "seed_rl.transport.errors",
     "ProtocolMismatchError": "seed_rl.transport.errors",
+    "RowsRefusedError": "seed_rl.transport.errors",
     "TransportError": "seed_rl.transport.errors",
 }
 
@@ -58,6 +60,7 @@ __all__ = [
     "LearnerClient",
     "LearnerUnavailableError",
     "ProtocolMismatchError",
+    "RowsRefusedError",
     "TransportError",
 ]
 

@@ -237,7 +237,7 @@ class AioServicer(pb_grpc.LearnerServicer):
                         room.release()
                 if state["ended"] is not None:
                     raise state["ended"]  # ended while this answer was computed: the stream answers no more
-                yield core.encode_actions(actions)
+                yield core.answer(stream, actions)
         except Refusal as refusal:
             await self._abort(context, refusal)
         finally:

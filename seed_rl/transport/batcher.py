@@ -17,6 +17,9 @@ The batching rule (see docs/transport.md):
   handler in arrival order.
 * A request whose future is cancelled before its batch starts (the caller went away) never reaches the handler.
 * A handler exception fails the futures of that batch only; the batcher keeps running.
+* The handler may refuse single rows (:class:`PartialAnswer`: rows it could not act on, with their causes): a
+  request with a refused row resolves to :class:`RefusedRows` (its actions, which env ids were refused and why),
+  every other request of the batch to its actions, as usual.
 """
 
 from __future__ import annotations
@@ -27,18 +30,47 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
 from seed_rl.transport.errors import LearnerUnavailableError
 from seed_rl.types import EnvOutput, StepBatch
 
-__all__ = ["DynamicBatcher", "Handler"]
+__all__ = ["DynamicBatcher", "Handler", "PartialAnswer", "RefusedRows"]
 
 _log = logging.getLogger(__name__)
 
-Handler = Callable[[StepBatch], np.ndarray]
-"""The learner's inference step: a StepBatch of n rows in, actions ``[n, ...]`` out. It may block (back-pressure)."""
+class PartialAnswer(NamedTuple):
+    """What a handler returns for a batch where it refused rows (otherwise it returns the actions alone)."""
+
+    actions: np.ndarray
+    """``[n, ...]``: the actions of the rows acted on (a refused row's action is meaningless)."""
+    causes: Sequence[str]
+    """``[n]``: "" for a row acted on, else why it was refused (one line)."""
+
+
+class RefusedRows(NamedTuple):
+    """The result of a request some of whose rows the handler refused (the others were acted on)."""
+
+    actions: np.ndarray
+    """``[k, ...]``: the request's actions; a refused row's action is zero and must not be used."""
+    env_ids: list[int]
+    """The refused rows' env ids, in the request's row order."""
+    causes: list[str]
+    """Why each of them was refused (aligned with ``env_ids``)."""
+
+    def describe(self) -> str:
+        """One line: the refused env ids, grouped by cause."""
+        by_cause: dict[str, list[int]] = {}
+        for env_id, cause in zip(self.env_ids, self.causes):
+            by_cause.setdefault(cause, []).append(env_id)
+        return "; ".join(f"env ids {ids}: {cause}" for cause, ids in by_cause.items())
+
+
+Handler = Callable[[StepBatch], "np.ndarray | PartialAnswer"]
+"""The learner's inference step: a StepBatch of n rows in, actions ``[n, ...]`` out, or a :class:`PartialAnswer`
+when it refused rows. It may block (back-pressure)."""
 
 _STOPPED_MESSAGE = "the inference batcher is stopped: the learner is stopping"
 
@@ -285,8 +317,15 @@ class DynamicBatcher:
         start = time.monotonic()
         failure: BaseException | None = None
         actions = None
+        causes: Sequence[str] | None = None
         try:
-            actions = np.asarray(self._handler(_concat_step_batches([r.step_batch for r in batch])))
+            answer = self._handler(_concat_step_batches([r.step_batch for r in batch]))
+            if isinstance(answer, PartialAnswer):
+                actions, causes = np.asarray(answer.actions), answer.causes
+                if len(causes) != rows:
+                    raise ValueError(f"the inference handler gave {len(causes)} row causes for {rows} rows")
+            else:
+                actions = np.asarray(answer)
             if actions.ndim == 0 or actions.shape[0] != rows:
                 raise ValueError(
                     f"the inference handler returned actions of shape {actions.shape} for a batch of {rows} "
@@ -320,5 +359,18 @@ class DynamicBatcher:
         assert actions is not None
         offset = 0
         for request in batch:
-            _resolve(request.future, actions[offset : offset + request.rows])
-            offset += request.rows
+            end = offset + request.rows
+            mine = actions[offset:end]
+            if causes is not None and any(causes[offset:end]):
+                _resolve(request.future, _refused_rows(request, mine, causes[offset:end]))
+            else:
+                _resolve(request.future, mine)
+            offset = end
+
+
+def _refused_rows(request: _Request, actions: np.ndarray, causes: Sequence[str]) -> RefusedRows:
+    refused = np.array([bool(c) for c in causes])
+    actions = actions.copy()
+    actions[refused] = 0
+    env_ids = np.asarray(request.step_batch.env_ids)[refused].tolist()
+    return RefusedRows(actions, env_ids, [c for c in causes if c])

@@ -40,6 +40,7 @@ from seed_rl.transport import tls
 from seed_rl.transport.errors import (
     LearnerUnavailableError,
     ProtocolMismatchError,
+    RowsRefusedError,
     TransportError,
     from_rpc_error,
 )
@@ -284,6 +285,8 @@ class LearnerClient:
             id, a NaN or an infinity in a float field).
           ProtocolMismatchError: no valid session (superseded by another actor of the same task, or no
             handshake), or another stream opened on this session superseded this one.
+          RowsRefusedError: the learner answered but could not act on some rows (it says which and why); the
+            stream stays open: reset those envs (new run ids) and step the others with its ``actions``.
           TransportError: anything else, e.g. the learner's inference step failed.
         """
         with self._step_lock:
@@ -345,6 +348,10 @@ class LearnerClient:
         if actions.ndim == 0 or actions.shape[0] != rows:
             raise TransportError(
                 f"{what}: the learner sent actions of shape {actions.shape} for {rows} envs"
+            )
+        if response.refused_env_ids:
+            raise RowsRefusedError(
+                f"task {self._task}: {response.refusal}", actions, list(response.refused_env_ids)
             )
         return actions
 

@@ -27,6 +27,8 @@ from seed_rl.protos import REASON_METADATA_KEY
 
 __all__ = [
     "FINISHED_REASON",
+    "REFUSED_ROWS_REASON",
+    "RowsRefusedError",
     "AuthenticationError",
     "InvalidRequestError",
     "LearnerUnavailableError",
@@ -64,6 +66,22 @@ class InvalidRequestError(TransportError):
     """The learner refused a malformed message (shape, dtype, env id, task range): a bug in the caller."""
 
 
+class RowsRefusedError(TransportError):
+    """The learner answered a message but refused some of its rows: it could not act on them (their network
+    output was not finite, or their action fell outside the spec). Not an error of the stream, which stays open:
+    the caller resets the refused envs (new run ids) and steps the others with ``actions``.
+
+    Attributes:
+      actions: the message's actions ``[k, ...]``; a refused row's action is zero and must not be used.
+      env_ids: the refused env ids.
+    """
+
+    def __init__(self, message: str, actions: Any, env_ids: list[int]) -> None:
+        super().__init__(message, None, REFUSED_ROWS_REASON)
+        self.actions = actions
+        self.env_ids = env_ids
+
+
 class AuthenticationError(TransportError):
     """The learner requires an auth token and the actor sent none or a wrong one."""
 
@@ -90,6 +108,10 @@ _ERROR_TO_CODE: dict[type[TransportError], grpc.StatusCode] = {
 FINISHED_REASON = "finished"
 """The reason the learner gives when its training is finished (budget spent or target reached): an actor that
 meets it exits instead of reconnecting."""
+
+REFUSED_ROWS_REASON = "refused-rows"
+"""The reason of an answer with refused rows (:class:`RowsRefusedError`), and of the INVALID_ARGUMENT that ends a
+stream after the learner's ``max_refused_in_a_row`` such answers in a row."""
 
 _RECONNECT_REASONS = frozenset({"unknown-session", "too-many-streams", FINISHED_REASON})
 

@@ -185,7 +185,7 @@ class _Connection:
                 error = future.exception()
                 if error is None:
                     try:
-                        reply = pb.LocalStreamReply(actions=self._core.encode_actions(future.result()))
+                        reply = pb.LocalStreamReply(actions=self._core.answer(self._stream, future.result()))
                     except Refusal as refusal:
                         error = refusal
                 if error is not None:

@@ -46,6 +46,9 @@ from seed_rl.transport.batcher import DynamicBatcher, Handler
 from seed_rl.transport.local import local_stream_supported
 from seed_rl.transport.local_server import LocalStreamServer
 from seed_rl.transport.session import (
+    DEFAULT_MAX_ABS_OBSERVATION,
+    DEFAULT_MAX_ABS_REWARD,
+    DEFAULT_MAX_REFUSED_IN_A_ROW,
     DEFAULT_STREAM_IDLE_TIMEOUT_S,
     MAX_READ_AHEAD,
     Refusal,
@@ -196,7 +199,7 @@ class _Servicer(pb_grpc.LearnerServicer):
                         room.release()
                 if ended[0] is not None:
                     raise ended[0]  # ended while this answer was computed: the stream answers no more
-                yield core.encode_actions(actions)
+                yield core.answer(stream, actions)
         except Refusal as abort:
             self._abort(context, abort)
         finally:
@@ -236,6 +239,10 @@ class InferenceServer:
       stream_idle_timeout_s: a stream (either carrier) that has nothing unanswered and receives no message for
         this long is closed with UNAVAILABLE ``stream-idle`` (the actor reconnects); also the time a same-host
         connection has to send its opening. 0 or less: never.
+      max_abs_reward: a message with a reward or raw reward of larger magnitude is refused (INVALID_ARGUMENT);
+        0 or less: no bound. ``max_abs_observation``: the same for a value of a float observation leaf.
+      max_refused_in_a_row: a stream whose answers had refused rows (:class:`~seed_rl.transport.batcher.PartialAnswer`
+        from ``handler``) this many times in a row is closed with INVALID_ARGUMENT ``refused-rows``.
       grpc_options: more gRPC server arguments (``(name, value)`` pairs); each replaces the learner's own of
         the same name (``SERVER_OPTIONS`` and the receive window, ``grpc.http2.lookahead_bytes``).
     """
@@ -261,6 +268,9 @@ class InferenceServer:
         local_stream: bool = True,
         stream_idle_timeout_s: float = DEFAULT_STREAM_IDLE_TIMEOUT_S,
         grpc_options: Sequence[tuple[str, Any]] = (),
+        max_abs_reward: float = DEFAULT_MAX_ABS_REWARD,
+        max_abs_observation: float = DEFAULT_MAX_ABS_OBSERVATION,
+        max_refused_in_a_row: int = DEFAULT_MAX_REFUSED_IN_A_ROW,
     ) -> None:
         if num_envs < 1 or env_batch_size < 1:
             raise ValueError(
@@ -299,6 +309,11 @@ class InferenceServer:
                 f"{_HANDSHAKE_THREADS})"
             )
         self._stream_idle_timeout_s = float(stream_idle_timeout_s)
+        self._max_abs_reward = float(max_abs_reward)
+        self._max_abs_observation = float(max_abs_observation)
+        if max_refused_in_a_row < 1:
+            raise ValueError(f"max_refused_in_a_row must be >= 1, got {max_refused_in_a_row}")
+        self._max_refused_in_a_row = int(max_refused_in_a_row)
         options = (*SERVER_OPTIONS,
                    ("grpc.http2.lookahead_bytes", receive_window_bytes(observation_spec, self._env_batch_size)))
         for name, value in grpc_options:
@@ -338,6 +353,9 @@ class InferenceServer:
             config_json=self._config_json,
             auth_token=self._auth_token,
             stream_idle_timeout_s=self._stream_idle_timeout_s,
+            max_abs_reward=self._max_abs_reward,
+            max_abs_observation=self._max_abs_observation,
+            max_refused_in_a_row=self._max_refused_in_a_row,
             # The thread pool has a thread per live stream; the event loop has no such limit (the per-task rule
             # of attach_stream bounds the streams to 2 per task).
             max_grpc_streams=self._max_workers - _HANDSHAKE_THREADS if self._server_kind == "threads" else None,
@@ -490,6 +508,9 @@ class InferenceServer:
         out["superseded_streams_total"] = core.counters["superseded_streams"]
         out["idle_streams_closed_total"] = core.counters["idle_streams"]
         out["refused_streams_total"] = core.counters["refused_streams"]
+        out["refused_messages_total"] = core.counters["refused_messages"]
+        out["refused_rows_total"] = core.counters["refused_rows"]
+        out["refused_rows_streams_closed_total"] = core.counters["refused_rows_streams"]
         out["active_streams"] = (self._servicer.active_streams if self._servicer else 0) + (
             self._local.active_streams if self._local is not None else 0
         )

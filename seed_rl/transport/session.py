@@ -30,8 +30,14 @@ import numpy as np
 
 from seed_rl.protos import PROTOCOL_VERSION, SESSION_METADATA_KEY, TOKEN_METADATA_KEY, codec
 from seed_rl.protos import seed_rl_pb2 as pb
-from seed_rl.transport.batcher import DynamicBatcher
-from seed_rl.transport.errors import FINISHED_REASON, LearnerUnavailableError, TransportError, status_code_of
+from seed_rl.transport.batcher import DynamicBatcher, RefusedRows
+from seed_rl.transport.errors import (
+    FINISHED_REASON,
+    REFUSED_ROWS_REASON,
+    LearnerUnavailableError,
+    TransportError,
+    status_code_of,
+)
 from seed_rl.types import ArraySpec, EnvOutput, ObservationSpec, StepBatch
 
 __all__ = [
@@ -51,6 +57,15 @@ MAX_READ_AHEAD = 16
 
 DEFAULT_STREAM_IDLE_TIMEOUT_S = 300.0
 """A stream with nothing unanswered that receives no message for this long is closed (RunConfig's default)."""
+
+DEFAULT_MAX_ABS_REWARD = 1e7
+"""Rewards (and raw rewards) of larger magnitude are refused at the door (RunConfig's default)."""
+
+DEFAULT_MAX_ABS_OBSERVATION = 1e6
+"""Float observation values of larger magnitude are refused at the door (RunConfig's default)."""
+
+DEFAULT_MAX_REFUSED_IN_A_ROW = 10
+"""Answers in a row with refused rows before a stream is closed (RunConfig's default)."""
 
 _STOPPING = "learner is stopping"
 _FINISHED = "training is finished (the learner reached its frame budget or target return): the actor can exit"
@@ -82,7 +97,9 @@ class Refusal(Exception):
         self.reason = reason
 
 
-def _check_observation(observation: Any, spec: ObservationSpec, env_ids: np.ndarray) -> Any:
+def _check_observation(
+    observation: Any, spec: ObservationSpec, env_ids: np.ndarray, max_abs: float = 0.0
+) -> Any:
     what = "StepBatch.observation"
     k = env_ids.shape[0]
     if isinstance(spec, ArraySpec):
@@ -111,7 +128,29 @@ def _check_observation(observation: Any, spec: ObservationSpec, env_ids: np.ndar
         leaf_spec.check(array, name)
         if array.dtype.kind == "f":
             _check_finite(array, name, env_ids)
+            _check_magnitude(array, name, env_ids, max_abs, "max_abs_observation")
     return observation
+
+
+def _check_magnitude(array: np.ndarray, what: str, env_ids: np.ndarray, bound: float, flag: str) -> None:
+    """Refuses values of magnitude above ``bound`` (> 0; else nothing is checked) in a finite float field
+    ``[k, ...]``, naming the env ids of the rows that hold them and the learner's flag.
+
+    Finite but extreme values pass the finiteness check and then overflow in the network or the loss: a reward
+    near float32's largest value makes the update of every actor's batch non-finite, an observation of 1e30 the
+    network's output or a normalizer's running statistics (docs/transport.md, "Bad values").
+    """
+    if bound <= 0 or array.size == 0:
+        return
+    if max(float(array.max()), -float(array.min())) <= bound:
+        return
+    flat = np.abs(array.reshape(array.shape[0], -1))
+    bad_rows = (flat > bound).any(axis=1)
+    worst = float(flat[bad_rows].max())
+    raise ValueError(
+        f"{what}: magnitude up to {worst:.3g} for env ids {env_ids[bad_rows].tolist()}, above the learner's "
+        f"{flag}={bound:g}; fix the env (or its reward scale), or raise --{flag}"
+    )
 
 
 def _check_finite(array: np.ndarray, what: str, env_ids: np.ndarray) -> None:
@@ -138,13 +177,16 @@ def validate_step_batch(
     env_id_begin: int,
     env_id_end: int,
     num_envs: int,
+    max_abs_reward: float = 0.0,
+    max_abs_observation: float = 0.0,
 ) -> StepBatch:
     """Checks one decoded actor message and returns it with canonical dtypes for the per-env scalar fields.
 
     Checks: ``env_ids`` has shape ``[k]``, k >= 1, with unique ids inside ``[env_id_begin, env_id_end)``; every
     scalar field has shape ``[k]`` and the right kind of dtype (int for ids and steps, float for rewards, bool for
     done/abandoned); the observation has the spec's keys, dtype and shape, with k rows; every float (the rewards
-    after their cast to float32, float observation leaves) is finite.
+    after their cast to float32, float observation leaves) is finite; with ``max_abs_reward`` > 0 no reward or raw
+    reward has a larger magnitude, and with ``max_abs_observation`` > 0 no value of a float observation leaf.
 
     Raises:
       ValueError: with a message that names the field, the expected and the actual value.
@@ -184,6 +226,7 @@ def validate_step_batch(
                 cast[name] = array.astype(canonical)
         if kinds == "f":
             _check_finite(cast[name], f"StepBatch.{name}", env_ids)
+            _check_magnitude(cast[name], f"StepBatch.{name}", env_ids, max_abs_reward, "max_abs_reward")
 
     ids = env_ids.tolist()
     if len(set(ids)) != k:
@@ -203,7 +246,7 @@ def validate_step_batch(
                 f"StepBatch.env_ids: env id {env_id} {where}; this session owns env ids "
                 f"[{env_id_begin}, {env_id_end})"
             )
-    observation = _check_observation(outputs.observation, observation_spec, env_ids)
+    observation = _check_observation(outputs.observation, observation_spec, env_ids, max_abs_observation)
     return StepBatch(
         env_ids=env_ids if env_ids.dtype == np.int32 else env_ids.astype(np.int32),
         run_ids=cast["run_ids"],
@@ -243,7 +286,7 @@ class StreamHandle:
     and :meth:`SessionCore.detach_stream` when the stream ends.
     """
 
-    __slots__ = ("busy", "carrier", "end", "ended", "last_active", "session")
+    __slots__ = ("busy", "carrier", "end", "ended", "last_active", "refused_in_a_row", "session")
 
     def __init__(
         self,
@@ -258,6 +301,7 @@ class StreamHandle:
         self.busy = busy
         self.ended: Refusal | None = None  # why the core ended it (set under the core's lock)
         self.last_active = time.monotonic()
+        self.refused_in_a_row = 0  # answers in a row with refused rows (SessionCore.answer)
 
     def touch(self) -> None:
         """Records activity (a message arrived or an answer left): restarts the idle clock."""
@@ -290,6 +334,9 @@ class SessionCore:
         auth_token: str,
         stream_idle_timeout_s: float = DEFAULT_STREAM_IDLE_TIMEOUT_S,
         max_grpc_streams: int | None = None,
+        max_abs_reward: float = DEFAULT_MAX_ABS_REWARD,
+        max_abs_observation: float = DEFAULT_MAX_ABS_OBSERVATION,
+        max_refused_in_a_row: int = DEFAULT_MAX_REFUSED_IN_A_ROW,
     ) -> None:
         self.batcher = batcher
         self.num_envs = num_envs
@@ -297,6 +344,9 @@ class SessionCore:
         self.num_tasks = num_envs // env_batch_size
         self.observation_spec = observation_spec
         self.auth_token = auth_token
+        self.max_abs_reward = float(max_abs_reward)
+        self.max_abs_observation = float(max_abs_observation)
+        self.max_refused_in_a_row = int(max_refused_in_a_row)
         self.stopping = False
         self.finished = False  # stopping because training is finished: the refusals say so and actors exit
         self._lock = threading.Lock()
@@ -603,6 +653,8 @@ class SessionCore:
                 session.env_id_begin,
                 session.env_id_end,
                 self.num_envs,
+                self.max_abs_reward,
+                self.max_abs_observation,
             )
         except ValueError as e:
             with self._lock:
@@ -637,14 +689,44 @@ class SessionCore:
             "inference-failed",
         )
 
-    @staticmethod
-    def encode_actions(actions: np.ndarray) -> pb.ActionBatch:
-        """The answer to one message; raises a Refusal (INTERNAL) when the actions cannot be encoded."""
+    def answer(self, stream: StreamHandle | None, result: np.ndarray | RefusedRows) -> pb.ActionBatch:
+        """The answer to one message of ``stream`` from its batcher result: its actions, or, when the learner
+        refused some of its rows (:class:`~seed_rl.transport.batcher.RefusedRows`), the actions with those env ids
+        and why (the actor resets those envs and steps the others).
+
+        Raises:
+          Refusal: the actions cannot be encoded (INTERNAL), or this is the stream's ``max_refused_in_a_row``-th
+            answer in a row with refused rows (INVALID_ARGUMENT ``refused-rows``: the stream ends).
+        """
+        refused: RefusedRows | None = result if isinstance(result, RefusedRows) else None
+        if stream is not None:
+            stream.refused_in_a_row = stream.refused_in_a_row + 1 if refused is not None else 0
+        words = ""
+        if refused is not None:
+            with self._lock:
+                self.counters["refused_messages"] += 1
+                self.counters["refused_rows"] += len(refused.env_ids)
+            words = f"the learner could not act on {refused.describe()}"
+            if stream is not None and stream.refused_in_a_row >= self.max_refused_in_a_row:
+                with self._lock:
+                    self.counters["refused_rows_streams"] += 1
+                raise Refusal(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"{stream.refused_in_a_row} answers in a row had refused rows (the learner's "
+                    f"max_refused_in_a_row), the last: {words}; check the env's observations (task "
+                    f"{stream.session.task})",
+                    REFUSED_ROWS_REASON,
+                )
+        actions = refused.actions if refused is not None else result
         try:
-            return pb.ActionBatch(actions=codec.encode_array(actions))
+            message = pb.ActionBatch(actions=codec.encode_array(actions))
         except ValueError as e:
             raise Refusal(
                 grpc.StatusCode.INTERNAL,
                 f"the learner's actions cannot be sent: {e}",
                 "inference-failed",
             ) from None
+        if refused is not None:
+            message.refused_env_ids.extend(refused.env_ids)
+            message.refusal = words
+        return message

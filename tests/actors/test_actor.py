@@ -17,6 +17,7 @@ from seed_rl.actors.actor import Actor
 from seed_rl.config import Config, EnvConfig, RunConfig
 from seed_rl.envs import EnvFamily, env_specs, register_family, registry
 from seed_rl.envs.testing import create_test_environment
+from seed_rl.transport.batcher import PartialAnswer
 from seed_rl.transport.server import InferenceServer
 
 
@@ -136,6 +137,51 @@ def test_crashing_env_is_recreated_with_a_new_run_id_and_the_actor_carries_on():
     assert len(set(run_ids_env1)) == 1  # the healthy env kept its own
     first_after_crash = next(r for r in rec.of(0) if r[1] != run_ids_env0[0])
     assert first_after_crash[2:5] == (0.0, False, False)  # a fresh first message
+
+
+class RefusingRecorder(Recorder):
+    """A Recorder that refuses the rows of ``env_id`` in messages number ``refuse`` (counted per env)."""
+
+    def __init__(self, env_id, refuse):
+        super().__init__()
+        self.env_id, self.refuse, self.seen = env_id, set(refuse), 0
+
+    def __call__(self, batch):
+        actions = super().__call__(batch)
+        causes = [""] * len(batch.env_ids)
+        for i, env_id in enumerate(batch.env_ids.tolist()):
+            if env_id == self.env_id:
+                if self.seen in self.refuse:
+                    causes[i] = "the network's output for it is not finite"
+                self.seen += 1
+        return PartialAnswer(actions, causes) if any(causes) else actions
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+@pytest.mark.parametrize("env_name", ["counting:length=3,num_actions=2", "truncating:length=2,num_actions=2"])
+def test_refused_rows_start_their_env_again_and_the_other_envs_step_on(groups, env_name):
+    """An answer that refuses env 0's row (issue 31): env 0 starts a new run (new run id, reset observation,
+    reward 0, not done) in its next message, env 1 is stepped with its action as if nothing happened, and the
+    actor carries on (refusals 1 and 2, then 5: never max_refused_in_a_row in a row)."""
+    rec = RefusingRecorder(env_id=0, refuse={1, 2, 5})
+    server, address = _server(env_name, rec, actor_env_groups=groups)
+    try:
+        actor = _run_actor(address, steps=10)
+    finally:
+        server.stop()
+    assert actor.refused_rows == 3 and actor.steps == 10
+    rows0, rows1 = rec.of(0), rec.of(1)
+    run_ids = [r[1] for r in rows0]
+    assert len(set(run_ids)) == 4  # the first run, and one new run per refusal
+    for k in (1, 2, 5):
+        # After each refused message, env 0's next run starts with a fresh first message: the very next message,
+        # unless the refused one was a truncation message, whose regular message was sent before its answer came.
+        later = next(j for j in range(k + 1, len(rows0)) if run_ids[j] != run_ids[k])
+        assert later - k <= 2, (k, later)
+        assert rows0[later][2:5] == (0.0, False, False) and rows0[later][5][2] == 0, rows0[later]
+    assert len({r[1] for r in rows1}) == 1  # env 1 kept its run: every step of it was served
+    steps1 = [r[5][2] for r in rows1 if not r[4]]
+    assert steps1[:3] == [0, 1, 2]
 
 
 def test_actor_reconnects_with_new_run_ids_after_the_learner_restarts():

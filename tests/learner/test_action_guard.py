@@ -1,9 +1,11 @@
-"""The inference step never sends or stores an action outside the env's action spec (issue 10).
+"""The inference step never sends or stores an action it cannot stand behind (issues 10 and 31).
 
 A policy whose network went to NaN makes ``tf.random.categorical`` draw index ``num_actions``; the learner used to
 send it to the actor and store it in the unroll store, where it failed the training step a few steps later
-("indices[1,0] = 4 is not in [0, 4)") and took the learner down. The step now refuses such a call before it writes
-anything. The fake agent here is a categorical policy whose logits are ``scale * 50 * observation``: a one-hot
+("indices[1,0] = 4 is not in [0, 4)") and took the learner down. Then the step refused the whole call, which let
+one actor's extreme observation deny service to every actor of its batch. Now each row is checked (finite outputs
+and state, an action inside the spec): a bad row is refused on its own and writes nothing, the other rows are
+acted on. The fake agent here is a categorical policy whose logits are ``scale * 50 * observation``: a one-hot
 observation picks its action (the other actions have probability ~e^-50), and ``scale = NaN`` (a poisoned weight)
 or a NaN observation gives NaN logits. Both call paths (``fast_call`` on and off) are checked.
 """
@@ -15,7 +17,8 @@ import pytest
 import tensorflow as tf
 
 from seed_rl.learner import fast_call as fast_call_lib
-from seed_rl.learner.inference import ActionOutOfSpecError, InferenceStep
+from seed_rl.learner import inference as inference_lib
+from seed_rl.learner.inference import InferenceStep
 from seed_rl.types import ArraySpec, EnvOutput
 
 NUM_ACTIONS = 4
@@ -97,7 +100,7 @@ def test_premise_without_a_spec_nan_logits_give_action_num_actions():
 
 
 @PATHS
-def test_nan_logits_refuse_the_call_leave_every_table_unchanged_and_change_nothing_after(fast):
+def test_nan_logits_refuse_every_row_leave_every_table_unchanged_and_change_nothing_after(fast):
     agent = PoisonableAgent()
     inf = make(agent, fast)
     run_warm_up(inf)
@@ -106,14 +109,11 @@ def test_nan_logits_refuse_the_call_leave_every_table_unchanged_and_change_nothi
 
     agent.scale.assign(float("nan"))
     env_ids, run_ids, actions, done = LAST
-    with pytest.raises(ActionOutOfSpecError) as refused:
-        step(inf, env_ids, run_ids, one_hot(actions), done=done)
-    message = str(refused.value)
-    assert isinstance(refused.value, tf.errors.InvalidArgumentError)
-    assert "outside the action spec" in message and "integers in [0, 4)" in message
-    assert "non-finite network outputs" in message
-    assert "[0 1 2] [4 4 4]" in message  # the offending env ids, then their actions
-    assert message.endswith("[4 4 4]") and "node" not in message  # TensorFlow's text around it is cut off
+    out = step(inf, env_ids, run_ids, one_hot(actions), done=done)
+    assert out.refused.numpy().tolist() == [inference_lib.NON_FINITE_OUTPUT] * 3
+    assert out.completed_env_ids.numpy().tolist() == [] and out.finished_env_ids.numpy().tolist() == []
+    assert out.reset_env_ids.numpy().tolist() == [] and int(out.frames.numpy()) == 0
+    assert "not finite" in inf.cause(inference_lib.NON_FINITE_OUTPUT)
     assert_tables_equal(tables(inf), before)
 
     # A healthy agent state works again, and the step is exactly what it is for a step that never saw the refusal.
@@ -123,6 +123,7 @@ def test_nan_logits_refuse_the_call_leave_every_table_unchanged_and_change_nothi
     run_warm_up(reference)
     expected = step(reference, env_ids, run_ids, one_hot(actions), done=done)
     assert out.actions.numpy().tolist() == actions
+    assert out.refused.numpy().tolist() == [0, 0, 0]
     assert out.reset_env_ids.numpy().tolist() == [2]  # the refused call did not write env 2's new run id
     assert out.completed_env_ids.numpy().tolist() == [0, 1]  # ... nor append a step to the unrolls
     assert out.unrolls.prev_actions.numpy().tolist() == [[0, 0, 1], [0, 1, 2]]
@@ -133,17 +134,25 @@ def test_nan_logits_refuse_the_call_leave_every_table_unchanged_and_change_nothi
 
 
 @PATHS
-def test_one_bad_row_refuses_the_whole_batch_and_names_its_env(fast):
-    """A NaN observation (a non-finite input; through a real network one NaN input makes every logit NaN) in one
-    row: the batch is refused, the message shows that row."""
+def test_one_bad_row_is_refused_alone_and_the_others_are_acted_on(fast):
+    """A NaN observation (a non-finite input; through a real network an extreme input does the same) in one row:
+    that row is refused and writes nothing; the other rows get their actions and their writes, exactly as a call
+    without the bad row would."""
     inf = make(PoisonableAgent(), fast)
     run_warm_up(inf)
-    before = tables(inf)
+    reference = make(PoisonableAgent(), fast)
+    run_warm_up(reference)
     obs = one_hot([2, 3, 0])
     obs[1] = np.nan
-    with pytest.raises(ActionOutOfSpecError, match=r"Offending rows, env ids then actions: \[1\] \[4\]"):
-        step(inf, [0, 1, 2], [1, 1, 1], obs)
-    assert_tables_equal(tables(inf), before)
+    out = step(inf, [0, 1, 2], [1, 1, 9], obs, done=[False, True, False])
+    assert out.refused.numpy().tolist() == [0, inference_lib.NON_FINITE_OUTPUT, 0]
+    assert out.actions.numpy()[[0, 2]].tolist() == [2, 0]
+    expected = step(reference, [0, 2], [1, 9], one_hot([2, 0]))
+    assert out.completed_env_ids.numpy().tolist() == [0] == expected.completed_env_ids.numpy().tolist()
+    assert out.reset_env_ids.numpy().tolist() == [2]
+    assert out.finished_env_ids.numpy().tolist() == []  # env 1's episode end was refused with its row
+    assert int(out.frames.numpy()) == 2
+    assert_tables_equal(tables(inf), tables(reference))
 
 
 class Box(NamedTuple):
@@ -168,20 +177,29 @@ def test_continuous_actions_must_be_finite_and_within_the_bounds(fast):
     spec = ArraySpec((2,), "float32", minimum=-1.0, maximum=[1.0, 0.1])
     inf = make(IdentityAgent(), fast, action_spec=spec, observation_spec=ArraySpec((2,), "float32"))
     at_bounds = np.array([[-1.0, np.float32(0.1)], [1.0, -1.0]], np.float32)  # the float32 bound passes
-    np.testing.assert_array_equal(step(inf, [0, 1], [1, 1], at_bounds).actions.numpy(), at_bounds)
+    out = step(inf, [0, 1], [1, 1], at_bounds)
+    np.testing.assert_array_equal(out.actions.numpy(), at_bounds)
+    assert out.refused.numpy().tolist() == [0, 0]
     before = tables(inf)
-    for bad in ([0.0, 0.11], [-1.01, 0.0], [np.inf, 0.0], [0.0, np.nan]):
+    for bad, cause in (([0.0, 0.11], inference_lib.ACTION_OUT_OF_SPEC), ([-1.01, 0.0], inference_lib.ACTION_OUT_OF_SPEC),
+                       ([np.inf, 0.0], inference_lib.NON_FINITE_OUTPUT), ([0.0, np.nan], inference_lib.NON_FINITE_OUTPUT)):
         obs = np.array([[0.0, 0.0], bad], np.float32)
-        with pytest.raises(ActionOutOfSpecError, match=r"float32 of shape \(2,\), finite, >= -1.0, "
-                                                       r"<= \[1.0, 0.1\]\).* \[1\] "):
-            step(inf, [0, 1], [1, 1], obs)
-        assert_tables_equal(tables(inf), before)
+        out = step(inf, [0, 1], [1, 1], obs)
+        assert out.refused.numpy().tolist() == [0, cause], bad
+        np.testing.assert_array_equal(out.actions.numpy()[0], [0.0, 0.0])
+    assert "float32 of shape (2,), finite, >= -1.0, <= [1.0, 0.1]" in inf.cause(inference_lib.ACTION_OUT_OF_SPEC)
+    # Env 0 was acted on each time (its tables moved); env 1's rows of every table never changed.
+    after = tables(inf)
+    assert any(not np.array_equal(before[name], after[name]) for name in before)
+    length = inf.store.full_length
+    for name in (name for name in before if before[name].ndim):  # (not the policy version, a scalar)
+        rows = slice(length, 2 * length) if before[name].shape[0] == 3 * length else slice(1, 2)
+        np.testing.assert_array_equal(before[name][rows], after[name][rows], err_msg=name)
 
 
 def test_the_check_keeps_the_step_on_the_single_threaded_executor():
-    """The check is a plain Assert op: tf.debugging.Assert would put a cond around it, which TensorFlow lowers
-    to v1 control flow that the single-threaded executor refuses."""
+    """The per-row check adds no control flow: the step stays on the single-threaded executor."""
     inf = make(PoisonableAgent(), fast=True)
     concrete = inf._compiled.get_concrete_function(*inf.input_signature)
-    assert any(node.op == "Assert" for node in concrete.graph.as_graph_def().node)
+    assert not any(node.op == "Assert" for node in concrete.graph.as_graph_def().node)
     assert fast_call_lib.executor_refusal(concrete) is None

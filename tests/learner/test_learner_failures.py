@@ -1,6 +1,7 @@
 """A learner whose inference step fails on every batch stops with that error instead of serving errors forever
 (each actor would otherwise exit and be restarted by the launcher, endlessly); one whose network went to NaN
-refuses each batch with an error that names the problem, and keeps serving (issue 10)."""
+refuses each message's rows with words that name the problem, keeps serving, and closes a stream whose answers
+keep being refused (issues 10 and 31)."""
 
 import threading
 
@@ -11,6 +12,7 @@ from seed_rl.config import EnvConfig, replace
 from seed_rl.configs import get_preset
 from seed_rl.learner.learner import MAX_CONSECUTIVE_INFERENCE_FAILURES, Learner
 from seed_rl.transport import LearnerClient, TransportError
+from seed_rl.transport.errors import InvalidRequestError, RowsRefusedError
 from seed_rl.types import EnvOutput, StepBatch
 
 
@@ -43,11 +45,12 @@ def _run_in_thread(learner):
 
 
 @pytest.mark.parametrize("fast", [True, False], ids=["fast_call", "public_call"])
-def test_a_nan_network_gets_each_batch_refused_with_a_clear_error_and_the_learner_stays_up(tmp_path, fast):
+def test_a_nan_network_gets_each_message_refused_with_a_clear_error_and_the_learner_stays_up(tmp_path, fast):
     """The poisoned policy samples action 2 of 2 (tf.random.categorical on NaN logits), which used to reach the
-    actors and the unroll store and then kill the training thread. Now each batch is refused, with a message that
-    says why, and the learner keeps serving: when the weights are healthy again, steps work."""
-    learner = Learner(_config(tmp_path, fast_inference_call=fast))
+    actors and the unroll store and then kill the training thread. Now each message's rows are refused, with words
+    that say why, the stream stays open, and the learner keeps serving: when the weights are healthy again, steps
+    work; a stream whose answers keep being refused is closed after max_refused_in_a_row of them."""
+    learner = Learner(_config(tmp_path, fast_inference_call=fast, max_refused_in_a_row=5))
     # The policy head's bias: NaN logits whatever the layers below compute. (A NaN first kernel was used before,
     # but the observations here are zeros, and some CPUs' matrix multiply gives 0 for 0 x NaN, so the logits
     # stayed finite on those machines.)
@@ -56,22 +59,32 @@ def test_a_nan_network_gets_each_batch_refused_with_a_clear_error_and_the_learne
     weights.assign(np.full_like(healthy, np.nan))
     port = learner.start()
     thread, failure = _run_in_thread(learner)
-    refusals = 3  # well below MAX_CONSECUTIVE_INFERENCE_FAILURES
+    refusals = 3  # below max_refused_in_a_row
     try:
         with LearnerClient(f"127.0.0.1:{port}", 0, connect_timeout_s=30) as client:
             client.handshake()
             for _ in range(refusals):
-                with pytest.raises(TransportError) as refused:
+                with pytest.raises(RowsRefusedError) as refused:
                     client.step(_step_batch())
                 message = str(refused.value)
-                assert "outside the action spec" in message and "integers in [0, 2)" in message, message
-                assert "non-finite network outputs" in message and "[0 1] [2 2]" in message, message
+                assert refused.value.env_ids == [0, 1] and "env ids [0, 1]" in message, message
+                assert "output for it is not finite" in message, message
                 assert thread.is_alive() and not learner.done
             assert learner.queue.qsize() == 0 and int(learner.inference.store.index.numpy().sum()) == 0
+            assert learner.refused_rows == 2 * refusals
             weights.assign(healthy)
             for _ in range(3):
                 actions = client.step(_step_batch())
                 assert actions.shape == (2,) and set(actions.tolist()) <= {0, 1}
+            assert thread.is_alive() and not learner.done
+            # Refused again: after 5 in a row (the healthy answers reset the count) the stream is closed.
+            weights.assign(np.full_like(healthy, np.nan))
+            for _ in range(4):
+                with pytest.raises(RowsRefusedError):
+                    client.step(_step_batch())
+            with pytest.raises(InvalidRequestError, match="5 answers in a row had refused rows") as closed:
+                client.step(_step_batch())
+            assert closed.value.reason == "refused-rows"
             assert thread.is_alive() and not learner.done
     finally:
         learner.stop()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from seed_rl.ops import normalization as norm
@@ -77,3 +78,22 @@ def test_under_a_mirrored_strategy_each_replica_tracks_the_whole_batch():
     mean, std = tracker.mean_std()
     np.testing.assert_allclose(mean.numpy(), seen.mean(0), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(std.numpy(), seen.std(0), rtol=1e-5)
+
+
+@pytest.mark.parametrize("cls", [norm.EMAMeanStd, norm.AverageMeanStd])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, 3e38])
+def test_an_update_whose_statistics_would_not_be_finite_changes_nothing(cls, bad):
+    """NaN and inf samples, and float32 values whose squares overflow, leave the statistics as they were
+    (3e38 squared overflows float32 only: the float64 tracker takes it as a finite, if extreme, sample)."""
+    tracker = cls(2)
+    tracker.update(np.array([[1.0, 2.0], [3.0, 5.0]], np.float32))
+    before = [v.numpy().copy() for v in tracker.variables]
+    tracker.update(np.array([[1.0, bad], [3.0, 5.0]], np.float32))
+    after = [v.numpy() for v in tracker.variables]
+    changed = any(not np.array_equal(a, b) for a, b in zip(before, after))
+    if cls is norm.AverageMeanStd and np.isfinite(bad):
+        assert changed and all(np.isfinite(a).all() for a in after)
+    else:
+        assert not changed
+    mean, std = tracker.mean_std()
+    assert np.isfinite(mean.numpy()).all() and np.isfinite(std.numpy()).all()
