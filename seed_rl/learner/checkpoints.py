@@ -4,12 +4,19 @@ agent's replay feed says it is checkpointed, the replay buffer's file beside it.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import time
 from typing import Optional
 
+import numpy as np
 import tensorflow as tf
+
+log = logging.getLogger("seed_rl.learner")
+
+_SHOWN_VARIABLES = 3
+"""Non-finite variables a refused save names."""
 
 CHECKPOINT_DIR = "checkpoints"
 REPLAY_FILE = os.path.join("replay", "replay.npz")
@@ -25,6 +32,7 @@ class RunCheckpoint:
     def __init__(self, logdir: str, items: dict, replay=None, max_to_keep: int = 2,
                  keep_checkpoint_every_n_hours: float = 6):
         self.checkpoint = tf.train.Checkpoint(**items)
+        self.items = items
         self.manager = tf.train.CheckpointManager(
             self.checkpoint, os.path.join(logdir, CHECKPOINT_DIR), max_to_keep=max_to_keep,
             keep_checkpoint_every_n_hours=keep_checkpoint_every_n_hours)
@@ -44,7 +52,11 @@ class RunCheckpoint:
               flush=True)
         return len(self.replay)
 
-    def save(self, checkpoint_number: int) -> str:
+    def save(self, checkpoint_number: int) -> Optional[str]:
+        """Writes a checkpoint (and the replay file) and returns its path; writes nothing and returns None when a
+        variable is not finite (the latest checkpoint stays the one before)."""
+        if not check_finite(self.items, "checkpoint"):
+            return None
         path = self.manager.save(checkpoint_number=checkpoint_number)
         if self.replay is not None:
             size = self.replay.estimate_checkpoint_bytes()
@@ -68,7 +80,9 @@ class BestCheckpoint:
     policies that played its episodes; the checkpoint holds the weights when the window's mean peaked.
     """
 
-    def __init__(self, logdir: str, checkpoint: tf.train.Checkpoint):
+    def __init__(self, logdir: str, checkpoint: tf.train.Checkpoint, items: Optional[dict] = None):
+        self.items = items
+        """The checkpoint's items, checked to be finite before a save (None: not checked)."""
         self.directory = os.path.join(logdir, BEST_DIR)
         self.manager = tf.train.CheckpointManager(checkpoint, self.directory, max_to_keep=1)
         self.record: Optional[dict] = read_best_record(logdir)
@@ -81,6 +95,8 @@ class BestCheckpoint:
                    eval_episodes: bool) -> Optional[str]:
         """Saves a new best checkpoint when ``mean_return`` beats the record; returns its path (else None)."""
         if not math.isfinite(mean_return) or mean_return <= self.value:
+            return None
+        if self.items is not None and not check_finite(self.items, "best checkpoint"):
             return None
         path = self.manager.save(checkpoint_number=checkpoint_number)
         self.record = {"checkpoint": int(checkpoint_number), "path": os.path.basename(path),
@@ -100,3 +116,27 @@ def read_best_record(logdir: str) -> Optional[dict]:
         return None
     with open(path) as f:
         return json.load(f)
+
+
+def _variables(items: dict) -> list:
+    """The floating-point variables that checkpoint ``items`` hold: a tf.Variable, or anything with ``variables``
+    (Keras models and layers, optimizers, tf.Modules), each once."""
+    found: dict = {}
+    for value in items.values():
+        variables = [value] if isinstance(value, tf.Variable) else list(getattr(value, "variables", ()))
+        for variable in variables:
+            if tf.as_dtype(variable.dtype).is_floating:
+                found.setdefault(id(variable), variable)
+    return list(found.values())
+
+
+def check_finite(items: dict, what: str) -> bool:
+    """Whether every floating-point variable of checkpoint ``items`` is finite; if not, logs one line naming the
+    first few that are not, and the caller writes nothing: a checkpoint is never written with non-finite
+    variables (the trainer skips non-finite updates, so this is the last line of defence)."""
+    bad = [v.name for v in _variables(items) if not np.isfinite(np.asarray(v.numpy())).all()]
+    if bad:
+        more = f" and {len(bad) - _SHOWN_VARIABLES} more" if len(bad) > _SHOWN_VARIABLES else ""
+        log.error("not writing the %s: variables not finite: %s%s; the previous one stays", what,
+                  ", ".join(bad[:_SHOWN_VARIABLES]), more)
+    return not bad

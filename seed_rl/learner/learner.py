@@ -40,6 +40,8 @@ from seed_rl.learner.training import (
     QueueClosed,
     QueueSource,
     ReplaySource,
+    SkippedUpdatesError,
+    SkipTracker,
     Trainer,
     UnrollQueue,
     frames_per_train_step,
@@ -135,7 +137,7 @@ class Learner:
         except (ValueError, AssertionError, tf.errors.OpError) as e:  # shapes or variables that do not match
             raise resume_lib.checkpoint_mismatch(run.logdir, changes, e) from e
         self.restored_from: Optional[str] = self.checkpoints.restored_from
-        self.best = BestCheckpoint(run.logdir, self.checkpoints.checkpoint)
+        self.best = BestCheckpoint(run.logdir, self.checkpoints.checkpoint, self.checkpoints.items)
         self.env_frames = int(self.env_frames_var.numpy())
 
         with self.devices.inference_scope():
@@ -183,6 +185,8 @@ class Learner:
         self._episodes: collections.deque = collections.deque()
         self._metrics = summaries_lib.MetricAccumulator()
         self._train_error: Optional[BaseException] = None
+        self.skips = SkipTracker(run.max_skipped_updates, log)
+        """Updates the trainer's guard skipped (not finite), and the stop rule (``--max_skipped_updates``)."""
         self._inference_error: Optional[BaseException] = None
         self._inference_failures = 0  # consecutive failed inference batches
         self.refused_rows = 0
@@ -260,6 +264,10 @@ class Learner:
                 result = self.trainer.step(batch, weights)
                 self.source.after_step(indices, result.priorities)
                 metrics = {k: float(v) for k, v in result.metrics.items()}
+                skipped = int(metrics.pop("learner/skipped_updates", 0))
+                if self.skips.record(skipped, self.trainer.schedule.updates_per_batch, metrics,
+                                     int(self.policy_version.numpy())):
+                    continue  # its metrics may be NaN: they would poison the summaries' means
                 if result.priorities is not None:
                     self._last_priorities = result.priorities
                     metrics["replay/mean_priority"] = float(np.mean(result.priorities))
@@ -269,13 +277,16 @@ class Learner:
                     self.save_checkpoint()
         except QueueClosed:
             pass
+        except SkippedUpdatesError as e:  # surfaced by run(), in one line
+            self._train_error = e
         except BaseException as e:  # surfaced by run()
             log.exception("training thread failed")
             self._train_error = e
         finally:
             self._done.set()
 
-    def save_checkpoint(self) -> str:
+    def save_checkpoint(self) -> Optional[str]:
+        """Writes a checkpoint; returns its path, or None when a variable was not finite (nothing written)."""
         with self._lock:
             self.env_frames_var.assign(self.env_frames)
         path = self.checkpoints.save(int(self.policy_version.numpy()))
@@ -349,6 +360,8 @@ class Learner:
         finally:
             self.finished = finished
             self._shutdown(finished=finished)
+        if isinstance(self._train_error, SkippedUpdatesError):
+            raise RuntimeError(f"the learner stopped: {self._train_error}") from self._train_error
         if self._train_error is not None:
             raise RuntimeError("the training thread failed") from self._train_error
         if self._inference_error is not None:
@@ -391,6 +404,8 @@ class Learner:
             "learner/trained_frames_per_sec": steps_per_sec * self.frames_per_train_step,
             "learner/train_steps": steps,
             "learner/queue_depth": self.queue.qsize(),
+            "learner/skipped_updates": self.skips.total,
+            "learner/refused_rows": self.refused_rows,
             "episode/mean_return_last_20": self.episode_log.mean_recent_return(),
             "eval/mean_return_last_20": self.episode_log.mean_recent_return(eval=True),
         })
@@ -405,7 +420,8 @@ class Learner:
             float(transport.get("mean_batch_fill", 0.0)),
             steps, self.queue.qsize(), self.queue.capacity, self.episode_log.total,
             window_episodes=self.episode_log.recent_count(self._report_eval),
-            elapsed_s=time.time() - self._start_time, budget_frames=self.config.run.total_environment_frames))
+            elapsed_s=time.time() - self._start_time, budget_frames=self.config.run.total_environment_frames,
+            skipped_updates=self.skips.total, refused_rows=self.refused_rows))
 
     def _shutdown(self, finished: bool = False) -> None:
         self._stop.set()
@@ -415,9 +431,13 @@ class Learner:
         self._drain_episodes()
         self.status.finish()
         path = self.save_checkpoint()
-        print(f"seed_rl learner: saved checkpoint {path} at {self.env_frames:,d} frames, "
-              f"{int(self.policy_version.numpy())} train steps (the latest; seed-rl eval --checkpoint=latest)",
-              flush=True)
+        if path is None:
+            print(f"seed_rl learner: no checkpoint written (variables not finite); the latest is still "
+                  f"{self.checkpoints.manager.latest_checkpoint}", flush=True)
+        else:
+            print(f"seed_rl learner: saved checkpoint {path} at {self.env_frames:,d} frames, "
+                  f"{int(self.policy_version.numpy())} train steps (the latest; seed-rl eval --checkpoint=latest)",
+                  flush=True)
         self._maybe_save_best()
         best = self.best.record
         if best:

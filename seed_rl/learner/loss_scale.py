@@ -5,8 +5,9 @@ loss by S before the backward pass moves the small gradients into float16's rang
 again (in float32) before the optimizer sees them. The scale adapts, as in Keras's ``LossScaleOptimizer`` and
 Micikevicius et al., "Mixed Precision Training" (arXiv 1710.03740), section 3.2:
 
-* a step whose unscaled gradients hold a NaN or an infinity is skipped (the optimizer's weights, moments and
-  iteration count are left as they were) and the scale is halved;
+* a step whose unscaled gradients hold a NaN or an infinity (or whose loss is not finite) is skipped by the
+  trainer's guard, which every precision shares (the optimizer's weights, moments and iteration count are left
+  as they were), and the scale is halved;
 * after ``growth_interval`` finite steps in a row the scale is doubled, up to ``MAX_SCALE``.
 
 bfloat16 has float32's exponent and needs none of this. The scale and its counter are not in checkpoints: a
@@ -47,13 +48,11 @@ class DynamicLossScale:
         self.scale = tf.Variable(self.initial_scale, dtype=tf.float32, name="loss_scale", **kwargs)
         self.good_steps = tf.Variable(0, dtype=tf.int64, name="loss_scale_good_steps", **kwargs)
 
-    def unscale(self, grads: Sequence[Optional[tf.Tensor]]) -> tuple[List[Optional[tf.Tensor]], tf.Tensor]:
-        """(the gradients divided by the scale, whether every one of them is finite). None stays None."""
+    def unscale(self, grads: Sequence[Optional[tf.Tensor]]) -> List[Optional[tf.Tensor]]:
+        """The gradients divided by the scale, in float32. None stays None. Whether they are finite is the
+        trainer's guard's decision (``Trainer``), the same for every precision."""
         scale = tf.convert_to_tensor(self.scale)
-        unscaled = [None if g is None else tf.cast(g, tf.float32) / scale for g in grads]
-        present = [g for g in unscaled if g is not None]
-        finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in present]) if present else tf.constant(True)
-        return unscaled, finite
+        return [None if g is None else tf.cast(g, tf.float32) / scale for g in grads]
 
     def update(self, finite: tf.Tensor) -> None:
         """After a step: halve the scale (not below 1) and restart the count when it was skipped, else count it
@@ -65,9 +64,8 @@ class DynamicLossScale:
         self.good_steps.assign(tf.where(grow, tf.zeros_like(good), good))
 
     def finish(self, finite: tf.Tensor) -> dict:
-        """After a step: its metrics (``learner/skipped_update``, ``learner/loss_scale``: the scale it ran with),
-        then ``update``."""
-        metrics = {"learner/skipped_update": 1.0 - tf.cast(finite, tf.float32),
-                   "learner/loss_scale": tf.convert_to_tensor(self.scale)}
+        """After a step: its metric (``learner/loss_scale``: the scale it ran with; whether it was skipped is the
+        trainer's ``learner/skipped_updates``), then ``update``."""
+        metrics = {"learner/loss_scale": tf.convert_to_tensor(self.scale)}
         self.update(finite)
         return metrics

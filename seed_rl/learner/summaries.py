@@ -53,7 +53,9 @@ class MetricAccumulator:
 
 
 class EpisodeLog:
-    """Appends finished episodes to ``episodes.csv`` (never truncates it: a resumed run continues the file)."""
+    """Appends finished episodes to ``episodes.csv`` (never truncates it: a resumed run continues the file), and
+    keeps the windows of recent returns that the status line, the target and the best checkpoint read (episodes
+    whose return is not finite stay out of them)."""
 
     def __init__(self, logdir: str, window: int = 20):
         self.path = os.path.join(logdir, EPISODES_CSV)
@@ -66,6 +68,8 @@ class EpisodeLog:
         self.recent: collections.deque = collections.deque(maxlen=window)
         self.recent_eval: collections.deque = collections.deque(maxlen=window)
         self.total = 0
+        self.non_finite = 0
+        """Episodes whose return was not finite: in the file, left out of the means, the peak and the target."""
         for ep in read_episodes(self.path):
             (self.recent_eval if ep.eval else self.recent).append(ep.episode_return)
         # The highest mean over a full window seen after any episode (the learner's early stop must not miss a
@@ -77,8 +81,13 @@ class EpisodeLog:
             self._writer.writerow([ep.env_frames, f"{ep.episode_return:.6g}", f"{ep.raw_return:.6g}",
                                    ep.episode_frames, ep.episode_steps, ep.env_id, f"{ep.wall_time:.3f}",
                                    int(ep.eval)])
-            (self.recent_eval if ep.eval else self.recent).append(ep.episode_return)
             self.total += 1
+            if not math.isfinite(ep.episode_return):
+                # One actor's extreme rewards (below the learner's --max_abs_reward, or with it off) must not
+                # decide the run's mean return, its target or its best checkpoint: the row stays in the file.
+                self.non_finite += 1
+                continue
+            (self.recent_eval if ep.eval else self.recent).append(ep.episode_return)
             self._peak[ep.eval] = max(self._peak[ep.eval], self._window_mean(ep.eval))
         self._file.flush()
 
@@ -192,10 +201,12 @@ def _hms(seconds: float) -> str:
 
 def format_status(frames: int, fps: float, mean_return: float, batch_fill: float, learner_steps: int,
                   queue_depth: int, queue_capacity: int, episodes: int, window_episodes: int | None = None,
-                  elapsed_s: float | None = None, budget_frames: int | None = None) -> str:
+                  elapsed_s: float | None = None, budget_frames: int | None = None, skipped_updates: int = 0,
+                  refused_rows: int = 0) -> str:
     """The learner's one-line status. ``return(n)`` is the mean return of the last n episodes (n grows to the
     window, 20); with ``budget_frames`` the frames show the percent of the budget spent and the time left at the
-    current rate, with ``elapsed_s`` the training time so far."""
+    current rate, with ``elapsed_s`` the training time so far. Skipped updates (not finite) and refused rows
+    (issue 31) are shown once there are any."""
     ret = "n/a" if math.isnan(mean_return) else f"{mean_return:8.2f}"
     n = window_episodes if window_episodes is not None else 20
     progress = ""
@@ -204,9 +215,11 @@ def format_status(frames: int, fps: float, mean_return: float, batch_fill: float
         eta = left / fps if fps > 0 else float("inf")
         progress = f" ({min(frames / budget_frames, 1.0):4.0%}, ETA {_hms(eta)})"
     elapsed = f" | elapsed {_hms(elapsed_s)}" if elapsed_s is not None else ""
+    trouble = "".join(f" | {count:,d} {what}" for count, what in (
+        (skipped_updates, "skipped updates"), (refused_rows, "refused rows")) if count)
     return (f"frames {frames:>11,d}{progress} | {fps:7.0f} frames/s | return({n}) {ret} | episodes {episodes:>6d} | "
             f"batch fill {batch_fill:4.0%} | learner steps {learner_steps:>7d} | "
-            f"queue {queue_depth}/{queue_capacity}{elapsed}")
+            f"queue {queue_depth}/{queue_capacity}{trouble}{elapsed}")
 
 
 def plot_learning_curve(logdir: str, out_path: Optional[str] = None, window: int = 20) -> Optional[str]:

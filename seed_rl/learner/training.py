@@ -180,7 +180,10 @@ class ReplaySource:
 
     def after_step(self, indices, priorities) -> None:
         if priorities is not None:
-            self.replay.update_priorities(indices, np.asarray(priorities, np.float64))
+            # A sequence whose priority is not finite (its loss terms overflowed; the update was skipped) gets
+            # priority 0, so that it is (almost) never sampled again rather than failing the replay.
+            priorities = np.nan_to_num(np.asarray(priorities, np.float64), nan=0.0, posinf=0.0, neginf=0.0)
+            self.replay.update_priorities(indices, priorities)
 
     def stats(self) -> dict:
         out = {"replay/size": len(self.replay), "replay/fill": len(self.replay) / self.replay.capacity,
@@ -228,6 +231,52 @@ def make_replay(feed: ReplayFeed, store, seed: int):
     return replay_lib.PrioritizedReplay(
         feed.capacity, spec, priority_exponent=feed.priority_exponent,
         importance_sampling_exponent=feed.importance_sampling_exponent, seed=seed, check=False)
+
+
+class SkippedUpdatesError(RuntimeError):
+    """Every update of ``max_skipped_updates`` train steps in a row was skipped (not finite): the learner stops."""
+
+
+class SkipTracker:
+    """The learner's account of skipped updates (the trainer's guard, ``learner/skipped_updates``): the run's
+    total, a warning once per cause, and the stop rule.
+
+    A cause is the sorted names of the step's metrics that were not finite (the agent's loss terms, e.g.
+    ``losses/baseline``), or ``("gradients",)`` when every metric was finite and only the gradients were not.
+    After ``limit`` train steps in a row whose every update was skipped, :meth:`record` raises
+    :class:`SkippedUpdatesError`: a run that can no longer apply an update stops with one line instead of
+    spinning, its weights and last checkpoint untouched by the bad batches.
+    """
+
+    def __init__(self, limit: int, log: Any):
+        self.limit = int(limit)
+        self.log = log
+        self.total = 0
+        """Updates skipped in this learner's life."""
+        self.in_a_row = 0
+        """Train steps in a row whose every update was skipped."""
+        self.logged: set = set()
+
+    def record(self, skipped: int, updates: int, metrics: Dict[str, float], train_step: int) -> bool:
+        """Accounts one train step of ``updates`` optimizer updates, ``skipped`` of which were skipped (``metrics``:
+        the step's metrics as floats); returns whether any was. Raises SkippedUpdatesError at the limit."""
+        if skipped <= 0:
+            self.in_a_row = 0
+            return False
+        self.total += skipped
+        cause = tuple(sorted(name for name, value in metrics.items() if not np.isfinite(value))) or ("gradients",)
+        if cause not in self.logged:
+            self.logged.add(cause)
+            self.log.warning("skipped %d of %d updates of train step %d: not finite: %s (the weights and the "
+                             "optimizer are unchanged; %d skipped so far; logged once per cause)",
+                             skipped, updates, train_step, ", ".join(cause), self.total)
+        self.in_a_row = self.in_a_row + 1 if skipped >= updates else 0
+        if self.in_a_row >= self.limit:
+            raise SkippedUpdatesError(
+                f"every update of the last {self.in_a_row} train steps was skipped (not finite: "
+                f"{', '.join(cause)}); the weights and the last checkpoint are unchanged by them; check the "
+                f"env's rewards and observations, or raise --max_skipped_updates")
+        return True
 
 
 MAX_CONCRETE_UPDATES = 8
@@ -439,12 +488,13 @@ class Trainer:
         result, grads = self._loss_and_grads(inputs, weights, scale)
         metrics = dict(result.metrics)
         present = [(g, v) for g, v in zip(grads, variables) if g is not None]
-        if self.loss_scale is None:
-            metrics["learner/grad_norm"] = tf.linalg.global_norm([g for g, _ in present])
-            self.optimizer.apply_gradients(present)
-        else:
-            unscaled, finite = self.loss_scale.unscale([g for g, _ in present])
-            metrics.update(self._apply_if_finite(unscaled, [v for _, v in present], finite))
+        grads = [g for g, _ in present]
+        if self.loss_scale is not None:
+            grads = self.loss_scale.unscale(grads)
+        norm = tf.linalg.global_norm(grads)
+        finite = _finite(result.loss, norm)
+        self._apply_if(finite, lambda: self.optimizer.apply_gradients(zip(grads, [v for _, v in present])))
+        metrics.update(self._guard_metrics(finite, norm))
         version = tf.cast(self.policy_version, tf.float32)
         metrics["learner/policy_lag"] = version - tf.reduce_mean(tf.cast(data_versions, tf.float32))
         metrics["learner/target_updated"] = tf.cast(self.agent.update_targets(update), tf.float32)
@@ -453,19 +503,25 @@ class Trainer:
             return {"metrics": metrics}
         return {"metrics": metrics, "priorities": result.priorities}
 
-    def _apply_if_finite(self, grads: list, variables: list, finite) -> Dict[str, Any]:
-        """Loss scaling on one device: applies ``grads`` (already unscaled) only when ``finite``, then updates the
-        scale; returns the step's loss-scaling metrics and its gradient norm (0 for a skipped step, whose norm is
-        not a number). The optimizer's own clipping applies inside the update."""
-        assert self.loss_scale is not None
+    @staticmethod
+    def _apply_if(finite, apply: Callable[[], Any]) -> None:
+        """Runs the optimizer update ``apply`` only when ``finite`` (the guard on every update): a skipped update
+        leaves the weights, the optimizer's slots and its iteration count as they were."""
 
-        def apply():
-            self.optimizer.apply_gradients(list(zip(grads, variables)))
+        def applied():
+            apply()
             return tf.constant(True)
 
-        tf.cond(finite, apply, lambda: tf.constant(False))
-        return {"learner/grad_norm": tf.where(finite, tf.linalg.global_norm(grads), 0.0),
-                **self.loss_scale.finish(finite)}
+        tf.cond(finite, applied, lambda: tf.constant(False))
+
+    def _guard_metrics(self, finite, norm) -> Dict[str, Any]:
+        """The update's guard metrics: ``learner/skipped_updates`` (1 when skipped), ``learner/grad_norm`` (0 for a
+        skipped update, whose norm is not a number), and the loss scale's (which then adapts to ``finite``)."""
+        metrics = {"learner/skipped_updates": 1.0 - tf.cast(finite, tf.float32),
+                   "learner/grad_norm": tf.where(finite, norm, 0.0)}
+        if self.loss_scale is not None:
+            metrics.update(self.loss_scale.finish(finite))
+        return metrics
 
     def _current_learning_rate(self):
         """The optimizer's learning rate after this update (a schedule's value at its new iteration count), as a
@@ -487,10 +543,11 @@ class Trainer:
         Metrics are combined across replicas by name: a name ending in ``max`` or ``min`` by maximum or minimum,
         any other by the mean (exact for a metric that is a mean over the batch's sequences).
 
-        With loss scaling the replicas compute, all-reduce, unscale and clip the gradients, and the update is
-        applied afterwards from cross-replica context, only if they are finite: a ``tf.cond`` in replica context
-        cannot hold the optimizer's update (it synchronizes the replicas), which is also how Keras's
-        ``LossScaleOptimizer`` does it.
+        The guard on every update: the replicas all-reduce their shares of the loss with the gradients (one
+        all-reduce), unscale (float16) and clip them, and decide from the reduced values whether the update is
+        finite, the same decision on every replica; the update is then applied from cross-replica context, only
+        if it is: a ``tf.cond`` in replica context cannot hold the optimizer's update (it synchronizes the
+        replicas), which is also how Keras's ``LossScaleOptimizer`` does it.
         """
         devices = self.devices
         replicas = devices.num_replicas
@@ -505,42 +562,35 @@ class Trainer:
             result, grads = self._loss_and_grads(inputs, weights, scale)
             present = [(g, v) for g, v in zip(grads, variables) if g is not None]
             context = tf.distribute.get_replica_context()
-            mean = context.all_reduce(tf.distribute.ReduceOp.SUM, [g for g, _ in present])
+            loss, *mean = context.all_reduce(tf.distribute.ReduceOp.SUM,
+                                             [tf.cast(result.loss, tf.float32) / replicas, *[g for g, _ in present]])
+            if self.loss_scale is not None:
+                mean = self.loss_scale.unscale(mean)
             metrics = dict(result.metrics)
             version = tf.cast(self.policy_version, tf.float32)
             metrics["learner/policy_lag"] = version - tf.reduce_mean(tf.cast(data_versions, tf.float32))
-            if self.loss_scale is None:
-                metrics["learner/grad_norm"] = tf.linalg.global_norm(mean)
-                clipped = self._clip(mean)
-                self.optimizer.apply_gradients([(g / replicas, v) for g, (_, v) in zip(clipped, present)])
-                metrics["learning_rate"] = self._current_learning_rate()
-                return metrics, result.priorities
             present_variables[:] = [v for _, v in present]
-            unscaled, finite = self.loss_scale.unscale(mean)
-            metrics["learner/grad_norm"] = tf.where(finite, tf.linalg.global_norm(unscaled), 0.0)
-            return metrics, result.priorities, [g / replicas for g in self._clip(unscaled)], finite
+            norm = tf.linalg.global_norm(mean)
+            return metrics, result.priorities, [g / replicas for g in self._clip(mean)], _finite(loss, norm), norm
 
-        if self.loss_scale is None:
-            metrics, priorities = devices.run(replica_step, (batch, weights))
-        else:
-            metrics, priorities, applied, finite = devices.run(replica_step, (batch, weights))
-            finite = devices.local_results(finite)[0]  # the same on every replica: the gradients are all-reduced
-
-            def apply():
-                devices.run(lambda grads: self.optimizer.apply_gradients(list(zip(grads, present_variables))),
-                            (applied,))
-                return tf.constant(True)
-
-            tf.cond(finite, apply, lambda: tf.constant(False))
-            scaling = self.loss_scale.finish(finite)
+        metrics, priorities, applied, finite, norm = devices.run(replica_step, (batch, weights))
+        finite = devices.local_results(finite)[0]  # the same on every replica: decided from all-reduced values
+        norm = devices.local_results(norm)[0]
+        self._apply_if(finite, lambda: devices.run(
+            lambda grads: self.optimizer.apply_gradients(list(zip(grads, present_variables))), (applied,)))
         metrics = {name: devices.reduce(name, value) for name, value in metrics.items()}
-        if self.loss_scale is not None:
-            metrics["learning_rate"] = self._current_learning_rate()
-            metrics.update(scaling)
+        metrics.update(self._guard_metrics(finite, norm))
+        metrics["learning_rate"] = self._current_learning_rate()
         if priorities is not None:
             priorities = tf.concat(devices.local_results(priorities), axis=0)
         metrics["learner/target_updated"] = tf.cast(self.agent.update_targets(update), tf.float32)
         return metrics, priorities
+
+
+def _finite(loss, norm):
+    """Whether an update may be applied: its loss is finite and so is its gradients' global norm (which holds a
+    NaN or an infinity of any gradient, and overflows for gradients too large to square)."""
+    return tf.math.is_finite(tf.cast(loss, tf.float32)) & tf.math.is_finite(tf.cast(norm, tf.float32))
 
 
 def _flat_update_caller(concrete) -> Callable[[Any, Any, Any], tuple]:
@@ -566,8 +616,10 @@ def _metrics_and_priorities(out: Dict[str, Any]) -> tuple:
 
 
 def _combine(collected: List[Dict[str, Any]]) -> Dict[str, Any]:
-    """The metrics of a batch's updates as one set: means, and whether any update changed a target."""
+    """The metrics of a batch's updates as one set: means, how many updates were skipped, and whether any update
+    changed a target."""
     combined = {name: tf.reduce_mean(tf.stack([m[name] for m in collected])) for name in collected[0]}
+    combined["learner/skipped_updates"] = tf.reduce_sum(tf.stack([m["learner/skipped_updates"] for m in collected]))
     combined["learner/target_updated"] = tf.reduce_max(tf.stack([m["learner/target_updated"] for m in collected]))
     combined["learning_rate"] = collected[-1]["learning_rate"]  # after the last update, as one update reports
     return combined

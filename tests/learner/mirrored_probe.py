@@ -271,12 +271,46 @@ def probe_float16() -> dict:
     return out
 
 
+def probe_guard() -> dict:
+    """The guard on every update: V-trace in float32 and bfloat16, on one device and on two, takes one finite
+    step, then steps whose rewards are NaN or infinite (a non-finite loss): each is skipped, and the weights, the
+    optimizer's variables (slots, iteration count) and every replica's copy stay as they were."""
+    out: dict = {}
+    for precision in ("float32", "bfloat16"):
+        for strategy in ("auto", "mirrored"):
+            layer = devices_lib.DeviceLayer(strategy, precision=precision)
+            with layer.scope(), devices_lib.dtype_policy(layer.dtype_policy()):
+                agent = contract._build("vtrace", "vector", seed=3)
+                optimizer = agent.make_optimizer(100)
+            trainer = Trainer(agent, optimizer, tf.Variable(0, dtype=tf.int64), seed=0, devices=layer)
+            rng = np.random.default_rng(7)
+            unroll = tf.nest.map_structure(lambda t: t.numpy(), contract._random_unroll(
+                agent, "vector", rng, batch_major=True, batch=BATCH))
+            first = float(trainer.step(unroll).metrics["learner/skipped_updates"])
+            before = _values(agent.trainable_variables + list(optimizer.variables))
+            result = {"first_skipped": first}
+            for bad in (float("nan"), float("inf")):
+                reward = np.full_like(unroll.env_outputs.reward, bad)
+                poisoned = unroll._replace(env_outputs=unroll.env_outputs._replace(reward=reward))
+                metrics = trainer.step(poisoned).metrics
+                result[str(bad)] = {
+                    "skipped": float(metrics["learner/skipped_updates"]),
+                    "unchanged": _max_diff(before, _values(agent.trainable_variables + list(optimizer.variables)))
+                    == 0.0}
+            if strategy == "mirrored":
+                result["copies_equal"] = _replica_copies_equal(agent.trainable_variables + list(optimizer.variables))
+            result["after_skips_trains"] = float(trainer.step(unroll).metrics["learner/skipped_updates"]) == 0.0
+            out[f"{precision}-{strategy}"] = result
+    return out
+
+
 def main(path: str) -> None:
     report = {f"{name}-{kind}": probe_case(name, kind) for name, kind in CASES}
     report["errors"] = probe_errors()
     report["normalization"] = probe_normalization()
     report["split"] = probe_split()
     report["float16"] = probe_float16()
+    report["guard"] = probe_guard()
     with open(path, "w") as f:
         json.dump(report, f, indent=1)
 

@@ -166,10 +166,21 @@ def test_float16_under_mirrored_scales_the_loss_and_skips_overflows_on_every_rep
     r = probe["float16"]
     for strategy in ("auto", "mirrored"):
         steps = r[strategy]["metrics"]
-        assert all(m["learner/skipped_update"] == 0.0 and np.isfinite(m["losses/total"]) for m in steps), steps
+        assert all(m["learner/skipped_updates"] == 0.0 and np.isfinite(m["losses/total"]) for m in steps), steps
         skipped = r[strategy]["skipped"]
-        assert skipped["learner/skipped_update"] == 1.0 and r[strategy]["unchanged_by_skip"], r[strategy]
+        assert skipped["learner/skipped_updates"] == 1.0 and r[strategy]["unchanged_by_skip"], r[strategy]
         assert r[strategy]["scale_after"] == 2.0**23  # MAX_SCALE halved
     assert r["mirrored"]["copies_equal"]
     # float16 torsos: the two ways of computing the update agree to float16's precision, not float32's.
     assert r["weight_diff"] < 1e-2, r["weight_diff"]
+
+
+@pytest.mark.parametrize("case", ["float32-auto", "float32-mirrored", "bfloat16-auto", "bfloat16-mirrored"])
+def test_the_guard_skips_a_non_finite_update_in_every_precision_and_strategy(probe, case):
+    """Issue 31: an update whose loss is NaN or infinite is skipped (weights, optimizer slots and iteration count
+    unchanged, on every replica), counted, and the next finite batch trains. float16 is checked above."""
+    r = probe["guard"][case]
+    assert r["first_skipped"] == 0.0 and r["after_skips_trains"], r
+    for bad in ("nan", "inf"):
+        assert r[bad] == {"skipped": 1.0, "unchanged": True}, (bad, r)
+    assert r.get("copies_equal", True)

@@ -34,3 +34,17 @@ def test_the_log_appends_and_a_resumed_log_starts_from_the_last_window(tmp_path)
     resumed.close()
     rows = read_episodes(resumed.path)
     assert len(rows) == 31 and rows[-1].env_frames == 3000 and rows[0].episode_return == 0.0
+
+
+def test_episodes_whose_return_is_not_finite_stay_out_of_the_windows(tmp_path):
+    """One actor's extreme rewards make its episode's return inf: it must not decide the mean, the peak or the
+    target (issue 31); the row stays in episodes.csv."""
+    from seed_rl.learner.summaries import Episode, EpisodeLog, read_episodes
+
+    log = EpisodeLog(str(tmp_path), window=2)
+    log.write([Episode(10, 1.0, 1.0, 5, 5, 0, 0.0, False), Episode(20, float("inf"), float("inf"), 5, 5, 1, 0.0, False),
+               Episode(30, 3.0, 3.0, 5, 5, 0, 0.0, False)])
+    log.close()
+    assert log.mean_recent_return() == 2.0 and log.peak_window_return() == 2.0
+    assert log.total == 3 and log.non_finite == 1
+    assert [e.episode_return for e in read_episodes(str(tmp_path / "episodes.csv"))] == [1.0, float("inf"), 3.0]

@@ -43,3 +43,13 @@ def test_status_line_shows_budget_eta_elapsed_and_the_episodes_behind_the_mean()
     long_run = format_status(10, 0.0, float("nan"), 0.0, 0, 0, 16, 0, window_episodes=0, elapsed_s=7300.0,
                              budget_frames=100)
     assert "ETA ?" in long_run and "return(0) n/a" in long_run and long_run.endswith("elapsed 2h01m")
+    assert "skipped" not in line and "refused" not in line  # a healthy run's line says nothing of them
+
+
+def test_status_line_shows_skipped_updates_and_refused_rows_once_there_are_any():
+    from seed_rl.learner.summaries import format_status
+
+    line = format_status(10, 5.0, 1.0, 0.5, 3, 0, 16, 1, skipped_updates=1_234, refused_rows=0)
+    assert line.endswith("| queue 0/16 | 1,234 skipped updates")
+    line = format_status(10, 5.0, 1.0, 0.5, 3, 0, 16, 1, skipped_updates=2, refused_rows=6, elapsed_s=1.0)
+    assert "| 2 skipped updates | 6 refused rows | elapsed" in line
