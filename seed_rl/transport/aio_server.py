@@ -26,7 +26,7 @@ import grpc
 from seed_rl.protos import REASON_METADATA_KEY
 from seed_rl.protos import seed_rl_pb2 as pb
 from seed_rl.protos import seed_rl_pb2_grpc as pb_grpc
-from seed_rl.transport.session import MAX_READ_AHEAD, Refusal, SessionCore, StreamHandle
+from seed_rl.transport.session import MAX_READ_AHEAD, Refusal, SessionCore, StreamHandle, parse_message
 
 __all__ = ["AioLoop", "AioServicer"]
 
@@ -130,17 +130,15 @@ class AioServicer(pb_grpc.LearnerServicer):
             refusal.code, refusal.details, trailing_metadata=((REASON_METADATA_KEY, refusal.reason),)
         )
 
-    async def Handshake(
-        self, request: pb.HandshakeRequest, context: grpc.aio.ServicerContext
-    ) -> pb.HandshakeResponse:
+    async def Handshake(self, request: bytes, context: grpc.aio.ServicerContext) -> pb.HandshakeResponse:
         try:
-            return self._core.handshake(request)
+            return self._core.handshake(parse_message(pb.HandshakeRequest, request))
         except Refusal as refusal:
             await self._abort(context, refusal)
             raise  # unreachable: context.abort raises
 
     async def Stream(
-        self, request_iterator: AsyncIterator[pb.StepBatch], context: grpc.aio.ServicerContext
+        self, request_iterator: AsyncIterator[bytes], context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.ActionBatch]:
         """Answers the stream's messages in arrival order with up to ``MAX_READ_AHEAD`` of them in flight.
 
@@ -185,8 +183,9 @@ class AioServicer(pb_grpc.LearnerServicer):
         async def read() -> None:
             assert stream is not None
             try:
-                async for message in request_iterator:
+                async for data in request_iterator:
                     stream.touch()
+                    message = parse_message(pb.StepBatch, data)  # raises Refusal for bytes that are not one
                     await room.acquire()
                     if state["closed"]:
                         return

@@ -35,7 +35,7 @@ from seed_rl.transport.local import (
     shutdown_socket,
     socket_name,
 )
-from seed_rl.transport.session import MAX_READ_AHEAD, Refusal, SessionCore, StreamHandle
+from seed_rl.transport.session import MAX_READ_AHEAD, Refusal, SessionCore, StreamHandle, parse_message
 
 __all__ = ["LocalStreamServer"]
 
@@ -73,14 +73,7 @@ class _Connection:
                 if payload is None:
                     return  # the actor closed the stream or died: its unanswered messages are withdrawn
                 stream.touch()
-                try:
-                    message = pb.StepBatch.FromString(payload)
-                except Exception as e:  # noqa: BLE001 - protobuf's DecodeError and friends
-                    raise Refusal(
-                        grpc.StatusCode.INVALID_ARGUMENT,
-                        f"StepBatch: not a valid serialized message ({e})",
-                        "invalid-message",
-                    ) from None
+                message = parse_message(pb.StepBatch, payload)  # raises Refusal for bytes that are not one
                 self._room.acquire()
                 if self._ending is not None:
                     raise self._ending

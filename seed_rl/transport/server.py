@@ -55,6 +55,7 @@ from seed_rl.transport.session import (
     Session,
     SessionCore,
     StreamHandle,
+    parse_message,
     validate_step_batch,
 )
 from seed_rl.types import ArraySpec, ObservationSpec
@@ -99,16 +100,14 @@ class _Servicer(pb_grpc.LearnerServicer):
         context.set_trailing_metadata(((REASON_METADATA_KEY, abort.reason),))
         context.abort(abort.code, abort.details)
 
-    def Handshake(
-        self, request: pb.HandshakeRequest, context: grpc.ServicerContext
-    ) -> pb.HandshakeResponse:
+    def Handshake(self, request: bytes, context: grpc.ServicerContext) -> pb.HandshakeResponse:
         try:
-            return self._core.handshake(request)
+            return self._core.handshake(parse_message(pb.HandshakeRequest, request))
         except Refusal as abort:
             self._abort(context, abort)
             raise  # unreachable: context.abort raises
 
-    def Stream(self, request_iterator: Iterator[pb.StepBatch], context: grpc.ServicerContext):
+    def Stream(self, request_iterator: Iterator[bytes], context: grpc.ServicerContext):
         """Answers the stream's messages in the order they came, with several of them in flight.
 
         A reader thread takes messages off the stream as they arrive and queues them with the batcher at once;
@@ -146,8 +145,9 @@ class _Servicer(pb_grpc.LearnerServicer):
 
         def read(session: Session, stream: StreamHandle) -> None:
             try:
-                for message in request_iterator:
+                for data in request_iterator:
                     stream.touch()
+                    message = parse_message(pb.StepBatch, data)  # raises Refusal for bytes that are not one
                     room.acquire()
                     if closed[0]:
                         return
@@ -208,6 +208,19 @@ class _Servicer(pb_grpc.LearnerServicer):
                 core.detach_stream(stream)
             with self._active_lock:
                 self.active_streams -= 1
+
+
+def learner_service(servicer: pb_grpc.LearnerServicer) -> grpc.GenericRpcHandler:
+    """The ``seed_rl.v1.Learner`` service of ``servicer`` (either server kind) with raw-bytes requests: the
+    servicer parses them itself (``session.parse_message``), so that bytes that are not a ``HandshakeRequest`` or a
+    ``StepBatch`` are refused with INVALID_ARGUMENT naming the message, as on the same-host stream, where gRPC's
+    own deserializer would fail the call with INTERNAL or UNKNOWN, or (grpc.aio's stream) end it with OK."""
+    return grpc.method_handlers_generic_handler("seed_rl.v1.Learner", {
+        "Handshake": grpc.unary_unary_rpc_method_handler(
+            servicer.Handshake, response_serializer=pb.HandshakeResponse.SerializeToString),
+        "Stream": grpc.stream_stream_rpc_method_handler(
+            servicer.Stream, response_serializer=pb.ActionBatch.SerializeToString),
+    })
 
 
 class InferenceServer:
@@ -414,7 +427,7 @@ class InferenceServer:
             ),
             options=self._grpc_options,
         )
-        pb_grpc.add_LearnerServicer_to_server(servicer, server)
+        server.add_generic_rpc_handlers((learner_service(servicer),))
         port = self._bind(server)
         server.start()
         return server, servicer, port
@@ -435,7 +448,7 @@ class InferenceServer:
         try:
             for i in range(self._aio_listeners):
                 server = grpc.aio.server(options=options)
-                pb_grpc.add_LearnerServicer_to_server(servicer, server)
+                server.add_generic_rpc_handlers((learner_service(servicer),))
                 servers.append(server)
                 if i == 0:
                     port = self._bind(server)

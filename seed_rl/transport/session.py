@@ -46,6 +46,7 @@ __all__ = [
     "Refusal",
     "Session",
     "SessionCore",
+    "parse_message",
     "StreamHandle",
     "validate_step_batch",
 ]
@@ -259,6 +260,24 @@ def validate_step_batch(
         ),
         raw_rewards=cast["raw_reward"],
     )
+
+
+def parse_message(message_type: Any, data: bytes) -> Any:
+    """``data`` parsed as a ``message_type`` (``pb.StepBatch``, ``pb.HandshakeRequest``); every carrier parses the
+    actors' bytes itself (the gRPC servers register raw-bytes handlers), so bytes that are not such a message get
+    the same answer everywhere.
+
+    Raises:
+      Refusal: INVALID_ARGUMENT ``invalid-message`` naming the message type.
+    """
+    try:
+        return message_type.FromString(data)
+    except Exception as e:  # noqa: BLE001 - protobuf's DecodeError and friends
+        raise Refusal(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            f"{message_type.DESCRIPTOR.name}: not a valid serialized message ({e})",
+            "invalid-message",
+        ) from None
 
 
 class Session:

@@ -1533,3 +1533,53 @@ def test_transport_imports_no_tensorflow():
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+# ---------------------------------------------------------------------------------- bytes that are not messages
+
+_NOT_A_PROTOBUF = b"\xff\xff\xff"
+
+
+def _raw_grpc_stream(port: int, metadata, frames: list[bytes]) -> tuple[int, TransportError | None]:
+    """Sends raw bytes as Stream messages; returns (answers received, the error the stream ended with or None)."""
+    answers = 0
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stream = channel.stream_stream("/seed_rl.v1.Learner/Stream", request_serializer=None,
+                                       response_deserializer=pb.ActionBatch.FromString)
+        call = stream(iter(frames), metadata=metadata, timeout=LIVENESS_S)
+        try:
+            for _ in call:
+                answers += 1
+        except grpc.RpcError as e:
+            return answers, from_rpc_error(e, "raw stream")
+    return answers, None
+
+
+def test_bytes_that_are_not_a_step_batch_are_refused_after_the_earlier_answers(cluster):
+    """Every carrier (issue 31): INVALID_ARGUMENT naming StepBatch, reason invalid-message, after the answer to the
+    valid message before it; never OK with the message dropped (the grpc.aio server used to end the stream so)."""
+    handler = Handler()
+    server = cluster.server(handler)
+    session = cluster.client(server, task=0).info.session_id
+    frames = [codec.encode_step_batch(make_step([0, 1], run_id=5)).SerializeToString(), _NOT_A_PROTOBUF]
+    if cluster.carrier == "local":
+        error = raw_local_stream(server.local_stream_address, {SESSION_METADATA_KEY: session}, frames)
+    else:
+        answers, error = _raw_grpc_stream(server.port, ((SESSION_METADATA_KEY, session),), frames)
+        assert answers == 1
+    assert isinstance(error, InvalidRequestError), error
+    assert error.reason == "invalid-message" and "StepBatch" in str(error), str(error)
+    assert_server_still_serves(cluster, server, handler)
+
+
+def test_a_handshake_body_that_is_not_a_protobuf_is_refused_naming_the_message(cluster):
+    server = cluster.server()
+    with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+        handshake = channel.unary_unary("/seed_rl.v1.Learner/Handshake", request_serializer=None,
+                                        response_deserializer=pb.HandshakeResponse.FromString)
+        with pytest.raises(grpc.RpcError) as refused:
+            handshake(_NOT_A_PROTOBUF, timeout=LIVENESS_S)
+    error = from_rpc_error(refused.value, "raw handshake")
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, refused.value
+    assert isinstance(error, InvalidRequestError) and "HandshakeRequest" in str(error), str(error)
+    assert raw_handshake(server.port).env_id_end == 2  # and the server still answers handshakes
