@@ -114,11 +114,11 @@ class ActionCheck:
             return None
         ok = []
         if spec.num_values > 0:
-            values = tf.cast(actions, tf.float64 if dtype.is_floating else tf.int64)
+            values = tf.cast(actions, tf.float64) if dtype.is_floating else actions
             if dtype.is_floating:
                 ok.append(tf.math.is_finite(values) & tf.equal(values, tf.floor(values)))
-            ok.append(values >= 0)
-            ok.append(values < spec.num_values)
+            ok.append(values >= tf.constant(0, values.dtype))
+            ok.append(values < tf.constant(spec.num_values, values.dtype))
         else:
             if dtype.is_floating:
                 ok.append(tf.math.is_finite(actions))
@@ -133,8 +133,11 @@ class ActionCheck:
         valid = ok[0]
         for more in ok[1:]:
             valid = valid & more
+        rank = actions.shape.rank
+        if rank == 1 and valid.shape.rank == 1:
+            return valid  # one value per row already (the common discrete case: no more ops)
         valid = tf.broadcast_to(valid, tf.shape(actions))
-        return tf.reduce_all(valid, axis=list(range(1, valid.shape.rank)))
+        return tf.reduce_all(valid, axis=list(range(1, rank)))
 
 
 def _finite_rows(n, nest):
@@ -143,7 +146,9 @@ def _finite_rows(n, nest):
     for leaf in tf.nest.flatten(nest):
         if not leaf.dtype.is_floating:
             continue
-        rows = tf.reduce_all(tf.math.is_finite(tf.reshape(leaf, [n, -1])), axis=1)
+        rank = leaf.shape.rank
+        finite_values = tf.math.is_finite(leaf)
+        rows = finite_values if rank == 1 else tf.reduce_all(finite_values, axis=list(range(1, rank)))
         finite = rows if finite is None else finite & rows
     return tf.ones([n], tf.bool) if finite is None else finite
 
@@ -152,8 +157,12 @@ _no_scope = contextlib.nullcontext
 
 
 def _where_rows(mask, a, b):
+    """Row i of each leaf from ``a`` where ``mask[i]``, else from ``b``. The leaves' ranks are known when the step
+    is traced, so the mask is reshaped with a constant shape (one op, none for ``[N]`` leaves): each op of the
+    step costs Python-free but real time on every call (benchmarks/RESULTS.md, "Why the fast paths exist")."""
     def f(x, y):
-        m = tf.reshape(mask, tf.concat([tf.shape(mask), tf.ones([tf.rank(x) - 1], tf.int32)], 0))
+        rank = x.shape.rank
+        m = mask if rank == 1 else tf.reshape(mask, [-1] + [1] * (rank - 1))
         return tf.where(m, x, y)
     return tf.nest.map_structure(f, a, b)
 

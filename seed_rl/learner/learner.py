@@ -264,15 +264,16 @@ class Learner:
                 result = self.trainer.step(batch, weights)
                 self.source.after_step(indices, result.priorities)
                 metrics = {k: float(v) for k, v in result.metrics.items()}
-                skipped = int(metrics.pop("learner/skipped_updates", 0))
-                if self.skips.record(skipped, self.trainer.schedule.updates_per_batch, metrics,
-                                     int(self.policy_version.numpy())):
-                    continue  # its metrics may be NaN: they would poison the summaries' means
-                if result.priorities is not None:
-                    self._last_priorities = result.priorities
-                    metrics["replay/mean_priority"] = float(np.mean(result.priorities))
-                with self._lock:
-                    self._metrics.add(metrics)
+                skipped = int(metrics.pop("learner/skipped_updates", 0))  # the run's total is self.skips.total
+                # A step with a skipped update keeps its metrics out of the summaries: they may be NaN and would
+                # poison the means. Its checkpoint is still due (the weights are those of the applied updates).
+                if not self.skips.record(skipped, self.trainer.schedule.updates_per_batch, metrics,
+                                         int(self.policy_version.numpy())):
+                    if result.priorities is not None:
+                        self._last_priorities = result.priorities
+                        metrics["replay/mean_priority"] = float(np.mean(result.priorities))
+                    with self._lock:
+                        self._metrics.add(metrics)
                 if time.monotonic() - self._last_checkpoint >= run.save_checkpoint_secs:
                     self.save_checkpoint()
         except QueueClosed:
@@ -432,8 +433,9 @@ class Learner:
         self.status.finish()
         path = self.save_checkpoint()
         if path is None:
-            print(f"seed_rl learner: no checkpoint written (variables not finite); the latest is still "
-                  f"{self.checkpoints.manager.latest_checkpoint}", flush=True)
+            latest = self.checkpoints.manager.latest_checkpoint
+            kept = f"the latest is still {latest}" if latest else "this run has none"
+            print(f"seed_rl learner: no checkpoint written (variables not finite); {kept}", flush=True)
         else:
             print(f"seed_rl learner: saved checkpoint {path} at {self.env_frames:,d} frames, "
                   f"{int(self.policy_version.numpy())} train steps (the latest; seed-rl eval --checkpoint=latest)",

@@ -312,6 +312,13 @@ class Trainer:
     ``learner/target_updated`` (1 if any update of the batch changed a target network) and ``learning_rate`` (the
     optimizer's, after the batch's last update).
 
+    The guard on every update (issue 31), in every precision and strategy: an update is applied only when its loss
+    and its gradients (unscaled, all-reduced under a multi-replica strategy) are finite; otherwise the weights, the
+    optimizer's slots and its iteration count stay as they were (float16's loss scale halves, as it did for an
+    overflow). ``learner/skipped_updates`` counts the batch's skipped updates (a sum, not a mean) and a skipped
+    update's ``learner/grad_norm`` is 0. The target hook still runs, and the policy version still advances: the
+    batch was consumed, and the frame budget counts batches.
+
     Off a multi-replica strategy, the update is called through its concrete function for the batch's shapes
     (``_caller``); under one, through the ``tf.function`` (its inputs are per-replica values).
     """

@@ -93,14 +93,18 @@ def test_a_finite_loss_with_an_infinite_gradient_is_skipped():
     assert float(agent.w.numpy()) < 1.0
 
 
-def test_of_several_minibatches_only_the_poisoned_one_is_skipped():
-    """Two epochs of two minibatches, without shuffling: minibatch 0 holds sequences 0-1 (poisoned), minibatch 1
-    sequences 2-3. Its two updates are skipped, the other two applied; the step reports 2 skipped."""
-    schedule = UpdateSchedule(epochs=2, minibatches=2, shuffle=False)
+@pytest.mark.parametrize("epochs", [1, 2])
+def test_of_several_minibatches_only_the_poisoned_one_is_skipped(epochs):
+    """Epochs of two minibatches, without shuffling: minibatch 0 holds sequences 0-1 (poisoned), minibatch 1
+    sequences 2-3. Minibatch 0's update is skipped in every epoch, the other applied; the step reports the sum."""
+    schedule = UpdateSchedule(epochs=epochs, minibatches=2, shuffle=False)
     agent, optimizer, trainer, unroll = _vtrace(schedule=schedule)
+    before = _state(agent, optimizer)
     metrics = trainer.step(_with_rewards(unroll, np.inf, rows=slice(0, 2))).metrics
-    assert float(metrics["learner/skipped_updates"]) == 2.0
-    assert int(optimizer.iterations.numpy()) == 2
+    assert float(metrics["learner/skipped_updates"]) == epochs
+    assert int(optimizer.iterations.numpy()) == epochs and not _same(before, _state(agent, optimizer))
+    assert all(np.isfinite(v.numpy()).all() for v in agent.trainable_variables)
+    assert int(trainer.policy_version.numpy()) == 1
 
 
 def test_the_skip_tracker_logs_each_cause_once_and_stops_after_the_limit(caplog):

@@ -391,7 +391,11 @@ def test_client_going_away_with_pipelined_steps_withdraws_them(cluster):
     client = cluster.client(server, task=1)
     client.send(make_step([2], step=0, run_id=BAD_RUN_ID))
     client.send(make_step([3], step=0, run_id=BAD_RUN_ID))
-    assert handler.entered.wait(LIVENESS_S)  # the first one is in the handler, the second one queued
+    assert handler.entered.wait(LIVENESS_S)  # the first one is in the handler
+    # The second one must be queued before the close: on a busy machine it can still be on its way when the first
+    # enters the handler; closed before, the wait for an empty queue below passes at once, and the server, not yet
+    # aware of the close, may still queue it and hand it to the handler.
+    wait_until(lambda: server.stats()["pending_rows"] == 1, "the second message to be queued")
     client.close()
     wait_until(lambda: server.stats()["pending_rows"] == 0, "the queued message to be withdrawn")
     handler.gate.set()
