@@ -427,8 +427,14 @@ def main(argv: Sequence[str]) -> int:
     from seed_rl.transport.server import tune_garbage_collector
 
     tune_garbage_collector(config.run.gc_threshold)  # the learner is built: its model and modules leave the scans
+    from seed_rl.learner.training import SkippedUpdatesError
+
     if command == "train":
-        local.run()  # stops on Ctrl-C / SIGTERM itself
+        try:
+            local.run()  # stops on Ctrl-C / SIGTERM itself
+        except SkippedUpdatesError as e:  # every update not finite, for --max_skipped_updates steps: one line
+            print(f"seed-rl {command}: the learner stopped: {e}", file=sys.stderr)
+            return 1
         return 0
     import signal
     import threading
@@ -449,6 +455,9 @@ def main(argv: Sequence[str]) -> int:
                 pass
     except KeyboardInterrupt:
         learner.stop()
+    except SkippedUpdatesError as e:
+        print(f"seed-rl {command}: the learner stopped: {e}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -465,6 +474,7 @@ def _run_seeds(fv: flags.FlagValues, config: Config) -> int:
         return 2
     from seed_rl.launch.local import LocalRun, on_free_loopback_port
     from seed_rl.learner.summaries import write_seed_curves
+    from seed_rl.learner.training import SkippedUpdatesError
     from seed_rl.transport.server import tune_garbage_collector
 
     parent = config.run.logdir
@@ -482,7 +492,11 @@ def _run_seeds(fv: flags.FlagValues, config: Config) -> int:
             print(f"seed-rl train: {e}", file=sys.stderr)
             return 2
         tune_garbage_collector(seeded.run.gc_threshold)
-        local.run()
+        try:
+            local.run()
+        except SkippedUpdatesError as e:  # this seed cannot train: say so in one line, go on with the others
+            print(f"seed-rl train: seed {seed}: the learner stopped: {e}", file=sys.stderr)
+            continue
         run_dirs[f"seed {seed}"] = run_dir
         if local.interrupted:
             print("seed-rl train: stopped; the remaining seeds did not run (the same command resumes)", flush=True)

@@ -362,7 +362,7 @@ class Learner:
             self.finished = finished
             self._shutdown(finished=finished)
         if isinstance(self._train_error, SkippedUpdatesError):
-            raise RuntimeError(f"the learner stopped: {self._train_error}") from self._train_error
+            raise self._train_error  # its one line is the whole story (the CLI prints it alone)
         if self._train_error is not None:
             raise RuntimeError("the training thread failed") from self._train_error
         if self._inference_error is not None:

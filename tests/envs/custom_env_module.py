@@ -7,6 +7,9 @@ form makes every process that creates the env import this module first, actor su
 ``Corridor``: cells ``0..length-1``, the agent starts in cell 0 and observes the one-hot ``float32 [length]`` code
 of its cell. Action 1 moves right, action 0 left (walls stop it). Reaching the last cell gives reward 1 and ends
 the episode (``terminated``); ``max_episode_steps`` (20) truncates it. Deterministic: the seed changes nothing.
+
+``SeedRlExtremeReward-v0`` is a buggy one (``EXTREME_NAME``): the same corridor whose every step pays 3e38, a
+finite reward near float32's largest value, as a reward-scale bug would (issue 31).
 """
 
 from __future__ import annotations
@@ -51,3 +54,16 @@ class Corridor(gymnasium.Env):
 
 
 gymnasium.register(id=ENV_ID, entry_point=Corridor, max_episode_steps=20)
+
+
+class ExtremeRewardCorridor(Corridor):
+    """The corridor with a reward-scale bug: every step pays 3e38."""
+
+    def step(self, action: Any):
+        observation, _, terminated, truncated, info = super().step(action)
+        return observation, 3e38, terminated, truncated, info
+
+
+EXTREME_ID = "SeedRlExtremeReward-v0"
+EXTREME_NAME = f"{__name__}:{EXTREME_ID}"
+gymnasium.register(id=EXTREME_ID, entry_point=ExtremeRewardCorridor, max_episode_steps=20)

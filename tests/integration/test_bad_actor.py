@@ -18,6 +18,7 @@ In every case each of the three good clients gets an answer to every message, an
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any, Optional
 
@@ -29,6 +30,10 @@ from seed_rl.configs import get_preset
 from seed_rl.learner.learner import Learner
 from seed_rl.transport import InvalidRequestError, LearnerClient, RowsRefusedError
 from seed_rl.types import EnvOutput, StepBatch
+from tests.envs import custom_env_module
+from tests.integration.helpers import TrainProcess
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 NUM_CLIENTS = 4
 ENVS = 2
@@ -192,3 +197,21 @@ def test_the_door_refuses_extreme_values_with_the_flag_named(tmp_path, poison):
     assert outcomes[0]["answered"] == POISON.start
     _assert_weights_finite(learner)
     assert learner.skips.total == 0
+
+
+def test_a_run_whose_every_update_is_skipped_stops_with_one_line(tmp_path):
+    """``seed-rl train`` on an env with a reward-scale bug (3e38 per step) and the door open: every update is
+    skipped, and after --max_skipped_updates train steps in a row the learner stops with one line on stderr (no
+    traceback) and exit code 1, its weights finite and its checkpoint written."""
+    logdir = str(tmp_path / "run")
+    proc = TrainProcess(logdir, "--env=classic", f"--env_name={custom_env_module.EXTREME_NAME}", "--num_actors=1",
+                        "--env_batch_size=2", "--unroll_length=5", "--batch_size=2", "--mlp_sizes=8",
+                        "--max_abs_reward=0", "--max_skipped_updates=3", "--summary_period_secs=1",
+                        env={"PYTHONPATH": REPO_ROOT})
+    assert proc.wait(timeout=240) == 1, proc.output()
+    out = proc.output()
+    assert "Traceback" not in out, out
+    line = next(x for x in proc.lines if x.startswith("seed-rl train: the learner stopped"))
+    assert "every update of the last 3 train steps was skipped" in line and "--max_skipped_updates" in line
+    assert "losses/" in line  # the loss terms that went non-finite
+    assert os.listdir(os.path.join(logdir, "checkpoints"))
