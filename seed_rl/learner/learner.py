@@ -232,7 +232,8 @@ class Learner:
                 # training: such a sequence gets priority 0 instead, so it is (almost) never sampled.
                 priorities = np.nan_to_num(self._initial_priorities(out.unrolls).numpy(), nan=0.0, posinf=0.0)
             try:
-                self.queue.put(unrolls, priorities)  # one chunk: every unroll this step completed
+                # One chunk: every unroll this step completed, with the envs they came from.
+                self.queue.put(unrolls, priorities, out.completed_env_ids.numpy())
             except QueueClosed:
                 pass  # stopping: the partial data is dropped, actors get UNAVAILABLE next
         actions = out.actions.numpy()
@@ -260,7 +261,7 @@ class Learner:
         run = self.config.run
         try:
             while not self._stop.is_set() and int(self.policy_version.numpy()) < self.total_train_steps:
-                batch, weights, indices = self.source.next_batch()
+                batch, weights, indices, env_ids = self.source.next_batch()
                 result = self.trainer.step(batch, weights)
                 self.source.after_step(indices, result.priorities)
                 metrics = {k: float(v) for k, v in result.metrics.items()}
@@ -268,7 +269,7 @@ class Learner:
                 # A step with a skipped update keeps its metrics out of the summaries: they may be NaN and would
                 # poison the means. Its checkpoint is still due (the weights are those of the applied updates).
                 if not self.skips.record(skipped, self.trainer.schedule.updates_per_batch, metrics,
-                                         int(self.policy_version.numpy())):
+                                         int(self.policy_version.numpy()), batch, env_ids):
                     if result.priorities is not None:
                         self._last_priorities = result.priorities
                         metrics["replay/mean_priority"] = float(np.mean(result.priorities))

@@ -50,13 +50,16 @@ class UnrollQueue:
         self._cond = threading.Condition()
         self._closed = threading.Event()
 
-    def put(self, chunk: Any, priorities: Optional[np.ndarray] = None) -> None:
-        """Queues the ``C`` unrolls of a batch-major chunk ``[C, ...]`` (``priorities`` [C] or None); waits while
-        the queue is full. Raises QueueClosed once the queue is closed."""
+    def put(self, chunk: Any, priorities: Optional[np.ndarray] = None, env_ids: Optional[np.ndarray] = None) -> None:
+        """Queues the ``C`` unrolls of a batch-major chunk ``[C, ...]`` (``priorities`` [C] or None; ``env_ids``
+        [C], the envs they came from, or None: -1); waits while the queue is full. Raises QueueClosed once the
+        queue is closed."""
         leaves = [np.asarray(x) for x in tf.nest.flatten(chunk)]
         count = int(leaves[0].shape[0]) if leaves else 0
         if count == 0:
             return
+        # The env ids travel as one more leaf, sliced and concatenated with the others.
+        leaves.append(np.full([count], -1, np.int32) if env_ids is None else np.asarray(env_ids).reshape(count))
         if priorities is not None:
             priorities = np.asarray(priorities, np.float64).reshape(count)
         with self._cond:
@@ -75,6 +78,11 @@ class UnrollQueue:
     def get_batch(self, n: int) -> tuple[Any, Optional[np.ndarray]]:
         """The next ``n`` unrolls as one batch-major nest ``[n, ...]``, and their priorities ``[n]`` (None when
         they were put without). Waits for them; raises QueueClosed once the queue is closed."""
+        batch, priorities, _ = self.get_batch_with_env_ids(n)
+        return batch, priorities
+
+    def get_batch_with_env_ids(self, n: int) -> tuple[Any, Optional[np.ndarray], np.ndarray]:
+        """``get_batch``, and the env ids ``[n]`` the unrolls came from (-1 where they were put without)."""
         pieces: List[tuple] = []  # (leaves, priorities) slices, in order
         needed = n
         with self._cond:
@@ -104,7 +112,7 @@ class UnrollQueue:
             leaves = [np.concatenate(parts) for parts in zip(*(p[0] for p in pieces))]
             parts = [p[1] for p in pieces]
             priorities = None if any(x is None for x in parts) else np.concatenate(parts)
-        return tf.nest.pack_sequence_as(structure, leaves), priorities
+        return tf.nest.pack_sequence_as(structure, leaves[:-1]), priorities, leaves[-1]
 
     def qsize(self) -> int:
         """Unrolls in the queue."""
@@ -138,9 +146,9 @@ class QueueSource:
         self.batch_size = batch_size
 
     def next_batch(self):
-        """Returns (batch-major batch, importance weights or None, replay indices or None)."""
-        batch, _ = self.queue.get_batch(self.batch_size)
-        return batch, None, None
+        """Returns (batch-major batch, importance weights or None, replay indices or None, env ids [B] or None)."""
+        batch, _, env_ids = self.queue.get_batch_with_env_ids(self.batch_size)
+        return batch, None, None, env_ids
 
     def after_step(self, indices, priorities) -> None:
         del indices, priorities
@@ -176,7 +184,7 @@ class ReplaySource:
             needed = min(self.insertions, self.min_size - len(self.replay))
         indices, weights, batch = self.replay.sample(self.batch_size)
         self._sampled += self.batch_size
-        return batch, weights, indices
+        return batch, weights, indices, None  # the replay keeps no env ids
 
     def after_step(self, indices, priorities) -> None:
         if priorities is not None:
@@ -257,9 +265,12 @@ class SkipTracker:
         """Train steps in a row whose every update was skipped."""
         self.logged: set = set()
 
-    def record(self, skipped: int, updates: int, metrics: Dict[str, float], train_step: int) -> bool:
+    def record(self, skipped: int, updates: int, metrics: Dict[str, float], train_step: int,
+               batch: Any = None, env_ids: Optional[np.ndarray] = None) -> bool:
         """Accounts one train step of ``updates`` optimizer updates, ``skipped`` of which were skipped (``metrics``:
-        the step's metrics as floats); returns whether any was. Raises SkippedUpdatesError at the limit."""
+        the step's metrics as floats); returns whether any was. Raises SkippedUpdatesError at the limit. With the
+        step's batch-major ``batch`` and its ``env_ids`` (queue feeds know them), the warning names the envs whose
+        rewards or observations were the largest in the batch."""
         if skipped <= 0:
             self.in_a_row = 0
             return False
@@ -267,9 +278,10 @@ class SkipTracker:
         cause = tuple(sorted(name for name, value in metrics.items() if not np.isfinite(value))) or ("gradients",)
         if cause not in self.logged:
             self.logged.add(cause)
-            self.log.warning("skipped %d of %d updates of train step %d: not finite: %s (the weights and the "
+            self.log.warning("skipped %d of %d updates of train step %d: not finite: %s%s (the weights and the "
                              "optimizer are unchanged; %d skipped so far; logged once per cause)",
-                             skipped, updates, train_step, ", ".join(cause), self.total)
+                             skipped, updates, train_step, ", ".join(cause), _largest_values(batch, env_ids),
+                             self.total)
         self.in_a_row = self.in_a_row + 1 if skipped >= updates else 0
         if self.in_a_row >= self.limit:
             raise SkippedUpdatesError(
@@ -277,6 +289,23 @@ class SkipTracker:
                 f"{', '.join(cause)}); the weights and the last checkpoint are unchanged by them; check the "
                 f"env's rewards and observations, or raise --max_skipped_updates")
         return True
+
+
+def _largest_values(batch: Any, env_ids: Optional[np.ndarray], shown: int = 3) -> str:
+    """"; largest |value| in the batch: env 3 (3e+38), ..." for the sequences whose floating-point rewards and
+    observations hold the largest magnitudes (a NaN counts as the largest), or "" without env ids."""
+    if batch is None or env_ids is None or not (np.asarray(env_ids) >= 0).any():
+        return ""
+    env_outputs = batch.env_outputs
+    leaves = [np.asarray(x) for x in tf.nest.flatten((env_outputs.reward, env_outputs.observation))]
+    largest = np.zeros(len(env_ids))
+    for leaf in leaves:
+        if leaf.dtype.kind == "f" and leaf.size:
+            magnitude = np.abs(leaf.reshape(leaf.shape[0], -1).astype(np.float64))
+            largest = np.maximum(largest, np.where(np.isnan(magnitude), np.inf, magnitude).max(axis=1))
+    order = np.argsort(-largest)[:shown]
+    words = ", ".join(f"env {int(env_ids[i])} ({largest[i]:.3g})" for i in order)
+    return f"; largest |reward| or |observation| in the batch: {words}"
 
 
 MAX_CONCRETE_UPDATES = 8

@@ -153,3 +153,24 @@ def test_no_checkpoint_is_written_with_non_finite_variables(tmp_path, caplog):
     kernel.assign(np.zeros(kernel.shape, np.float32))
     assert best.maybe_save(10.0, 2, 100, 20, False) and best.record["mean_return"] == 10.0
     assert checkpoints.save(3)
+
+
+def test_the_skip_warning_names_the_envs_with_the_largest_values(caplog):
+    """A queue feed knows the env ids of its batch's unrolls: the warning names those with the largest rewards."""
+    _, _, _, unroll = _vtrace(batch=4)
+    poisoned = _with_rewards(unroll, 3e38, rows=[2])
+    tracker = SkipTracker(limit=10, log=logging.getLogger("test_guard"))
+    with caplog.at_level(logging.WARNING, logger="test_guard"):
+        tracker.record(1, 1, {"losses/total": float("inf")}, 7, poisoned, np.array([10, 11, 12, 13]))
+    assert "largest |reward| or |observation| in the batch: env 12 (3e+38)" in caplog.text, caplog.text
+
+
+def test_the_unroll_queue_carries_the_env_ids_of_its_unrolls():
+    from seed_rl.learner.training import QueueSource, UnrollQueue
+
+    queue = UnrollQueue(8)
+    queue.put({"x": np.arange(3)}, env_ids=np.array([4, 5, 6]))
+    queue.put({"x": np.arange(3, 5)})  # put without: -1
+    batch, weights, indices, env_ids = QueueSource(queue, 4).next_batch()
+    assert batch["x"].tolist() == [0, 1, 2, 3] and env_ids.tolist() == [4, 5, 6, -1]
+    assert weights is None and indices is None
