@@ -68,7 +68,7 @@ class R2D2IsolatedCompute(IsolatedCompute):
     step and the replay operations of ``ReplaySource`` around it."""
 
     def __init__(self, config: Config, frames: np.ndarray):
-        from seed_rl.learner.training import frames_per_train_step, make_replay
+        from seed_rl.learner.data import frames_per_train_step, make_replay
 
         super().__init__(config, frames)
         run, feed = config.run, self.agent.feed
@@ -83,7 +83,7 @@ class R2D2IsolatedCompute(IsolatedCompute):
 
     def inference_call(self) -> None:
         """One call, its outputs fetched and the completed sequences prioritised as Learner._handle does."""
-        from seed_rl.learner.training import split_unrolls
+        from seed_rl.learner.data import split_unrolls
 
         out = self.inference(*self._inputs())
         self.calls += 1
@@ -114,7 +114,7 @@ class R2D2IsolatedCompute(IsolatedCompute):
     def time_train(self, steps: int) -> tuple[float, float]:
         """(seconds per train step, seconds of replay work per step), means; metrics fetched as the learner's
         training thread does, priorities written back as ReplaySource.after_step does."""
-        from seed_rl.learner.training import stack_unrolls
+        from seed_rl.learner.data import stack_unrolls
 
         b = self.config.run.batch_size
         while len(self.unrolls) < b:
@@ -162,8 +162,8 @@ def preset_replay_memory() -> str:
 
     from seed_rl import agents as agents_lib
     from seed_rl.learner import replay as replay_lib
+    from seed_rl.learner.data import replay_sequence_spec
     from seed_rl.learner.inference import InferenceStep
-    from seed_rl.learner.training import replay_sequence_spec
 
     parts = []
     for name in ("atari_r2d2", "atari_r2d2_gcp"):

@@ -120,7 +120,7 @@ class IsolatedCompute:
 
     def inference_call(self) -> None:
         """One call, its outputs fetched as Learner._handle fetches them."""
-        from seed_rl.learner.training import split_unrolls
+        from seed_rl.learner.data import split_unrolls
 
         out = self.inference(*self._inputs())
         self.calls += 1
@@ -142,7 +142,7 @@ class IsolatedCompute:
         return (time.perf_counter() - start) / (n * self.rows)
 
     def train_batch(self):
-        from seed_rl.learner.training import stack_unrolls
+        from seed_rl.learner.data import stack_unrolls
 
         b = self.config.run.batch_size
         while len(self.unrolls) < b:

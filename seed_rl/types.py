@@ -161,6 +161,10 @@ class QueueFeed:
     The queue is SEED's back-pressure point: when training falls behind, inference blocks and actors wait.
     """
 
+    def insertions_per_step(self, batch_size: int) -> int:
+        """Unrolls a training step consumes: the batch."""
+        return batch_size
+
 
 @dataclasses.dataclass(frozen=True)
 class ReplayFeed:
@@ -237,6 +241,11 @@ class UpdateSchedule:
     @property
     def updates_per_batch(self) -> int:
         return self.epochs * self.minibatches
+
+    @property
+    def splits_transitions(self) -> bool:
+        """Whether the minibatches hold single transitions (``split`` is not ``none``) rather than sequences."""
+        return self.split != "none"
 
 
 class LossResult(NamedTuple):

@@ -29,28 +29,20 @@ import tensorflow as tf
 
 from seed_rl import agents as agents_lib
 from seed_rl.config import Config, replace
+from seed_rl.learner import data as data_lib
 from seed_rl.learner import devices as devices_lib
 from seed_rl.learner import resume as resume_lib
 from seed_rl.learner import summaries as summaries_lib
 from seed_rl.learner.checkpoints import BestCheckpoint, RunCheckpoint
+from seed_rl.learner.data import QueueClosed, UnrollQueue, frames_per_train_step
 from seed_rl.learner.export import export_saved_model
 from seed_rl.learner.inference import InferenceStep
 from seed_rl.learner.tracking import WandbTracker
-from seed_rl.learner.training import (
-    QueueClosed,
-    QueueSource,
-    ReplaySource,
-    SkippedUpdatesError,
-    SkipTracker,
-    Trainer,
-    UnrollQueue,
-    frames_per_train_step,
-    make_replay,
-)
+from seed_rl.learner.training import SkippedUpdatesError, SkipTracker, Trainer
 from seed_rl.transport import tls as tls_lib
 from seed_rl.transport.batcher import PartialAnswer
 from seed_rl.transport.server import InferenceServer
-from seed_rl.types import Agent, ReplayFeed, StepBatch
+from seed_rl.types import Agent, StepBatch
 
 if TYPE_CHECKING:
     from seed_rl.learner import replay as replay_lib
@@ -69,6 +61,23 @@ def total_train_steps(config: Config, agent: Agent) -> int:
     return int(math.ceil(config.run.total_environment_frames / per_step))
 
 
+def _check_schedule(schedule, batch_size: int, unroll_length: int, devices) -> None:
+    """Refuses a batch that the agent's update schedule cannot split into its minibatches over the replicas:
+    the batch's transitions (a schedule of single transitions) or its sequences."""
+    if schedule.splits_transitions:
+        transitions = batch_size * unroll_length
+        if transitions % (schedule.minibatches * devices.num_replicas):
+            raise ValueError(
+                f"batch_size x unroll_length = {transitions} transitions do not split into the agent's "
+                f"{schedule.minibatches} minibatches over {devices.num_replicas} replica(s)")
+        devices.check_batch(batch_size)
+        return
+    if batch_size % schedule.minibatches:
+        raise ValueError(f"batch_size={batch_size} does not split into the agent's {schedule.minibatches} "
+                         "minibatches")
+    devices.check_batch(batch_size, schedule.minibatches)
+
+
 class Learner:
     """Builds everything from a Config; ``run()`` trains until the frame budget is spent or ``stop()``."""
 
@@ -77,13 +86,7 @@ class Learner:
             raise ValueError("config.run.logdir must be set")
         self.config = config
         run = config.run
-        if run.tf_intra_op_threads:
-            try:
-                tf.config.threading.set_intra_op_parallelism_threads(run.tf_intra_op_threads)
-            except RuntimeError:  # TensorFlow already initialised in this process (e.g. a notebook)
-                log.warning("tf_intra_op_threads=%d ignored: TensorFlow is already initialised",
-                            run.tf_intra_op_threads)
-        devices_lib.configure_virtual_cpu_devices(run.virtual_cpu_devices)
+        self._configure_tensorflow(run)
         self.devices = devices_lib.from_run_config(run)
         """Which devices train and which one runs inference (``seed_rl/learner/devices.py``)."""
         if observation_spec is None or action_spec is None:
@@ -98,36 +101,54 @@ class Learner:
         # Nothing is written to the run directory before everything below is built: a config that cannot start,
         # or cannot resume this directory, leaves it as it was.
         changes = resume_lib.resume_changes(run.logdir, public_json)
+        self._build_agent()
+        self._build_trainer(changes)
+        self._build_data_path()
+        self.server = self._build_server(public_json)
 
+        os.makedirs(run.logdir, exist_ok=True)
+        with open(os.path.join(run.logdir, resume_lib.CONFIG_FILE), "w") as f:
+            f.write(public_json)
+        resume_lib.record_changes(run.logdir, changes)
+        self._init_state(status_stream)
+
+    @staticmethod
+    def _configure_tensorflow(run) -> None:
+        """Threads and (virtual) devices, before TensorFlow's runtime starts."""
+        if run.tf_intra_op_threads:
+            try:
+                tf.config.threading.set_intra_op_parallelism_threads(run.tf_intra_op_threads)
+            except RuntimeError:  # TensorFlow already initialised in this process (e.g. a notebook)
+                log.warning("tf_intra_op_threads=%d ignored: TensorFlow is already initialised",
+                            run.tf_intra_op_threads)
+        devices_lib.configure_virtual_cpu_devices(run.virtual_cpu_devices)
+
+    def _build_agent(self) -> None:
+        """The agent (seeded, under the devices' strategy and dtype policy), and its schedule checked against the
+        batch and the replicas."""
+        config, run = self.config, self.config.run
         # Keras 3 initializers draw from Keras's global seed, not TensorFlow's: this seeds both (and numpy's and
         # Python's global generators), so one seed gives one set of initial weights and one action stream.
         keras.utils.set_random_seed(run.seed)
         self.num_envs = run.resolved_num_envs
         with self.devices.scope(), devices_lib.dtype_policy(self.devices.dtype_policy()):
-            self.agent: Agent = agents_lib.make_agent(config.agent_name, config.agent, observation_spec,
-                                                      action_spec, num_envs=self.num_envs,
+            self.agent: Agent = agents_lib.make_agent(config.agent_name, config.agent, self.observation_spec,
+                                                      self.action_spec, num_envs=self.num_envs,
                                                       num_eval_envs=run.num_eval_envs)
         self.feed = self.agent.feed
-        schedule = self.agent.schedule
-        if schedule.split != "none":  # minibatches of the batch's transitions
-            transitions = run.batch_size * run.unroll_length
-            if transitions % (schedule.minibatches * self.devices.num_replicas):
-                raise ValueError(
-                    f"batch_size x unroll_length = {transitions} transitions do not split into the agent's "
-                    f"{schedule.minibatches} minibatches over {self.devices.num_replicas} replica(s)")
-            self.devices.check_batch(run.batch_size)
-        else:
-            if run.batch_size % schedule.minibatches:
-                raise ValueError(f"batch_size={run.batch_size} does not split into the agent's "
-                                 f"{schedule.minibatches} minibatches")
-            self.devices.check_batch(run.batch_size, schedule.minibatches)
+        _check_schedule(self.agent.schedule, run.batch_size, run.unroll_length, self.devices)
+
+    def _build_trainer(self, changes) -> None:
+        """Counters, the optimizer over the run's updates, the trainer, and the checkpoints (restoring the latest:
+        a checkpoint the agent does not fit is refused with the config's changes named)."""
+        run = self.config.run
         self.frames_per_train_step = frames_per_train_step(self.feed, run.batch_size, run.unroll_length,
-                                                           config.env.num_action_repeats)
+                                                           self.config.env.num_action_repeats)
         self.policy_version = tf.Variable(0, dtype=tf.int64, trainable=False, name="train_steps")
         self.env_frames_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="env_frames")
-        self.total_train_steps = total_train_steps(config, self.agent)
+        self.total_train_steps = total_train_steps(self.config, self.agent)
         with self.devices.scope():
-            optimizer = self.agent.make_optimizer(self.total_train_steps * schedule.updates_per_batch)
+            optimizer = self.agent.make_optimizer(self.total_train_steps * self.agent.schedule.updates_per_batch)
         self.trainer = Trainer(self.agent, optimizer, self.policy_version, seed=run.seed, devices=self.devices)
         try:
             self.checkpoints = RunCheckpoint(
@@ -140,43 +161,41 @@ class Learner:
         self.best = BestCheckpoint(run.logdir, self.checkpoints.checkpoint, self.checkpoints.items)
         self.env_frames = int(self.env_frames_var.numpy())
 
+    def _build_data_path(self) -> None:
+        """The inference step (per-env tables, unroll store), the unroll queue, and the data source the agent's
+        feed declares (a replay is restored from the run directory when the feed checkpoints it)."""
+        run = self.config.run
         with self.devices.inference_scope():
             self.inference = InferenceStep(
-                self.agent, observation_spec, self.num_envs, run.unroll_length, config.env.num_action_repeats,
-                self.policy_version, num_overlapping_steps=self.agent.num_overlapping_steps,
-                num_eval_envs=run.num_eval_envs, fast_call=run.fast_inference_call, action_spec=action_spec,
+                self.agent, self.observation_spec, self.num_envs, run.unroll_length,
+                self.config.env.num_action_repeats, self.policy_version,
+                num_overlapping_steps=self.agent.num_overlapping_steps, num_eval_envs=run.num_eval_envs,
+                fast_call=run.fast_inference_call, action_spec=self.action_spec,
                 device=self.devices.inference_device, jit_compile=run.jit_compile)
         self.queue = UnrollQueue(run.resolved_unroll_queue_size)
-        self.replay: Optional[replay_lib.PrioritizedReplay] = None
-        self.source: QueueSource | ReplaySource
-        self._initial_priorities = None
-        if isinstance(self.feed, ReplayFeed):
-            self.replay = make_replay(self.feed, self.inference.store, run.seed)
-            if self.feed.checkpointed:
-                self.checkpoints.replay = self.replay
-                self.checkpoints.restore_replay()
-            self.source = ReplaySource(self.queue, self.replay, run.batch_size,
-                                       self.feed.insertions_per_step(run.batch_size), self.feed.min_size)
-            if self.feed.initial_priorities is not None:
-                self._initial_priorities = tf.function(self.feed.initial_priorities, reduce_retracing=True)
-        else:
-            self.source = QueueSource(self.queue, run.batch_size)
-        self.server = InferenceServer(
+        self.source = data_lib.build_source(self.feed, self.queue, self.inference.store, run.batch_size, run.seed)
+        self.replay: Optional[replay_lib.PrioritizedReplay] = self.source.replay
+        if self.source.checkpointed:
+            self.checkpoints.replay = self.replay
+            self.checkpoints.restore_replay()
+        self._initial_priorities = self.source.initial_priorities
+
+    def _build_server(self, public_json: str) -> InferenceServer:
+        """The gRPC server (and the same-host stream) that feeds the inference step; it listens once started."""
+        run = self.config.run
+        return InferenceServer(
             run.server_address, self._handle, num_envs=self.num_envs, env_batch_size=run.env_batch_size,
-            observation_spec=observation_spec, action_spec=action_spec, config_json=public_json,
+            observation_spec=self.observation_spec, action_spec=self.action_spec, config_json=public_json,
             inference_batch_size=run.resolved_inference_batch_size, max_batch_wait_ms=run.max_batch_wait_ms,
             wait_for_full_batch=run.wait_for_full_batch, auth_token=run.auth_token,
             local_stream=run.local_stream, server_kind=run.resolved_grpc_server,
             stream_idle_timeout_s=run.stream_idle_timeout_s, max_abs_reward=run.max_abs_reward,
-            max_abs_observation=run.max_abs_observation,
-            max_refused_in_a_row=run.max_refused_in_a_row,
+            max_abs_observation=run.max_abs_observation, max_refused_in_a_row=run.max_refused_in_a_row,
             server_credentials=tls_lib.server_credentials(run.tls_cert_file, run.tls_key_file))
 
-        os.makedirs(run.logdir, exist_ok=True)
-        with open(os.path.join(run.logdir, resume_lib.CONFIG_FILE), "w") as f:
-            f.write(public_json)
-        resume_lib.record_changes(run.logdir, changes)
-
+    def _init_state(self, status_stream) -> None:
+        """What the running learner keeps: events, episodes, metrics, failures, counters, the status line."""
+        run = self.config.run
         self._stop = threading.Event()
         self._done = threading.Event()
         self.finished = False

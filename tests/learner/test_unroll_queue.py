@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from seed_rl.learner.training import QueueClosed, UnrollQueue
+from seed_rl.learner.data import QueueClosed, UnrollQueue
 from seed_rl.types import Unroll
 
 

@@ -166,7 +166,7 @@ def test_the_skip_warning_names_the_envs_with_the_largest_values(caplog):
 
 
 def test_the_unroll_queue_carries_the_env_ids_of_its_unrolls():
-    from seed_rl.learner.training import QueueSource, UnrollQueue
+    from seed_rl.learner.data import QueueSource, UnrollQueue
 
     queue = UnrollQueue(8)
     queue.put({"x": np.arange(3)}, env_ids=np.array([4, 5, 6]))
