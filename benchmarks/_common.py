@@ -444,3 +444,24 @@ def measure_local_run(config, *, warmup: float, seconds: float, min_train_steps:
     if errors:
         raise RuntimeError("the local run failed") from errors[0]
     return result
+
+
+OWN_CONNECTION = (("grpc.use_local_subchannel_pool", 1),)
+"""``LearnerClient(channel_options=...)`` that gives each client its own TCP connection: gRPC shares one
+connection (subchannel) between channels with the same target and arguments, so N clients in one process would
+otherwise multiplex N streams over a single connection, which N actor processes never do (the client processes'
+socket counts in the output show the effect)."""
+
+
+def step_batch(env_ids, run_ids, obs, step: int):
+    """A simulated actor's ``StepBatch``: reward 0, not done, its observations ``obs`` and episode step ``step``."""
+    import numpy as np
+
+    from seed_rl.types import EnvOutput, StepBatch
+
+    k = len(env_ids)
+    return StepBatch(
+        env_ids=env_ids, run_ids=run_ids,
+        env_outputs=EnvOutput(reward=np.zeros(k, np.float32), done=np.zeros(k, np.bool_), observation=obs,
+                              abandoned=np.zeros(k, np.bool_), episode_step=np.full(k, step, np.int32)),
+        raw_rewards=np.zeros(k, np.float32))

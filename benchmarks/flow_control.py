@@ -93,8 +93,6 @@ def _proxy_main(target_port: int, delay_s: float) -> None:
 
 def run_cell(variant: str, envs: int, *, actors: int, rtt_ms: float, seconds: float, warmup: float) -> dict:
     """A actors of ``envs`` envs through the proxy for ``warmup`` + ``seconds``; messages/s over the window."""
-    import many_actors  # imports this module: here, not at the top
-
     from seed_rl.transport.client import LearnerClient
     from seed_rl.transport.server import InferenceServer, receive_window_bytes
 
@@ -115,13 +113,13 @@ def run_cell(variant: str, envs: int, *, actors: int, rtt_ms: float, seconds: fl
 
     def actor(task: int) -> None:
         client = LearnerClient(f"127.0.0.1:{proxy_port}", task, connect_timeout_s=30, local_stream=False,
-                               channel_options=(*many_actors.OWN_CONNECTION, *channel_options))
+                               channel_options=(*_common.OWN_CONNECTION, *channel_options))
         try:
             info = client.handshake()
             env_ids = np.arange(info.env_id_begin, info.env_id_end, dtype=np.int32)
             k = len(env_ids)
             frames = np.random.default_rng(task).integers(0, 256, (k, *OBS_SPEC.shape), dtype=np.uint8)
-            batch = many_actors._step_batch(env_ids, np.arange(1, k + 1, dtype=np.int64) + 1000 * task, frames, 0)
+            batch = _common.step_batch(env_ids, np.arange(1, k + 1, dtype=np.int64) + 1000 * task, frames, 0)
             while not stop.is_set():
                 client.step(batch)
                 counts[task] += 1

@@ -55,7 +55,7 @@ import numpy as np  # noqa: E402
 from flow_control import VARIANTS as FLOW_CONTROL  # noqa: E402
 
 from seed_rl.config import RunConfig  # noqa: E402
-from seed_rl.types import ArraySpec, EnvOutput, StepBatch  # noqa: E402
+from seed_rl.types import ArraySpec, StepBatch  # noqa: E402
 
 OBS_SPEC = ArraySpec(shape=(4,), dtype="float32")  # CartPole's, so that --real_learner serves the same specs
 ACTION_SPEC = ArraySpec(shape=(), dtype="int32", num_values=2)
@@ -254,26 +254,13 @@ def _server_main(conn, n: int, local_stream: bool, real_learner: bool, server_ki
 # ------------------------------------------------------------------------------------------------ client processes
 
 
-OWN_CONNECTION = (("grpc.use_local_subchannel_pool", 1),)
-"""``LearnerClient(channel_options=...)`` that gives each client its own TCP connection: gRPC shares one
-connection (subchannel) between channels with the same target and arguments, so N clients in one process would
-otherwise multiplex N streams over a single connection, which N actor processes never do (the client processes'
-socket counts in the output show the effect)."""
+OWN_CONNECTION = _common.OWN_CONNECTION
 
 
 def _observation(spec, rows: int):
     if isinstance(spec, dict):
         return {k: np.zeros((rows, *s.shape), s.dtype) for k, s in spec.items()}
     return np.zeros((rows, *spec.shape), spec.dtype)
-
-
-def _step_batch(env_ids: np.ndarray, run_ids: np.ndarray, obs, step: int) -> StepBatch:
-    k = len(env_ids)
-    return StepBatch(
-        env_ids=env_ids, run_ids=run_ids,
-        env_outputs=EnvOutput(reward=np.zeros(k, np.float32), done=np.zeros(k, np.bool_), observation=obs,
-                              abandoned=np.zeros(k, np.bool_), episode_step=np.full(k, step, np.int32)),
-        raw_rewards=np.zeros(k, np.float32))
 
 
 class _Actor:
@@ -338,7 +325,7 @@ class _Actor:
                         run_ids = rng.integers(1, 2**62, size=k, dtype=np.int64)  # new runs after a reconnect
                         obs = _observation(info.observation_spec, k)
                         step = 0
-                    batch = _step_batch(env_ids, run_ids, obs, step)
+                    batch = _common.step_batch(env_ids, run_ids, obs, step)
                     t0, p0 = time.time(), time.perf_counter()
                     client.step(batch)
                     t1, p1 = time.time(), time.perf_counter()
@@ -449,7 +436,7 @@ class _AioActor(_Actor):
                     call = stub.Stream(metadata=((SESSION_METADATA_KEY, info.session_id),))
                     step = 0
                     while not stop_flag.value:
-                        batch = _step_batch(env_ids, run_ids, obs, step)
+                        batch = _common.step_batch(env_ids, run_ids, obs, step)
                         t0, p0 = time.time(), time.perf_counter()
                         await call.write(codec.encode_step_batch(batch))
                         answer = await call.read()
