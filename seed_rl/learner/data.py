@@ -4,7 +4,7 @@ of feed types, so the learner names no feed.
 
 The queue is the back-pressure point of SEED: when it is full, the inference step blocks on ``put``, the batcher
 stops answering, and actors wait. Every source answers ``next_batch() -> (batch, weights, indices, env_ids)``,
-``after_step(indices, priorities)``, ``stats()``, ``frames_per_step(unroll_length, repeats)`` and says what else it
+``after_step(indices, priorities)`` and ``stats()``, and says what else it
 brings: a replay to checkpoint and the initial priorities of completed unrolls.
 """
 
@@ -147,10 +147,6 @@ class QueueSource:
         self.queue = queue
         self.batch_size = batch_size
 
-    def frames_per_step(self, unroll_length: int, num_action_repeats: int) -> int:
-        """Environment frames a train step accounts for: the unrolls it consumes."""
-        return self.batch_size * unroll_length * num_action_repeats
-
     def next_batch(self):
         """Returns (batch-major batch, importance weights or None, replay indices or None, env ids [B] or None)."""
         batch, _, env_ids = self.queue.get_batch_with_env_ids(self.batch_size)
@@ -181,11 +177,6 @@ class ReplaySource:
         """The compiled priorities of completed unrolls (batch-major), or None: priority 1."""
         self._inserted = 0
         self._sampled = 0
-
-    def frames_per_step(self, unroll_length: int, num_action_repeats: int) -> int:
-        """Environment frames a train step accounts for (the original's ``iter_frame_ratio``): the sequences it
-        inserts, batch_size / replay_ratio."""
-        return self.insertions * unroll_length * num_action_repeats
 
     def next_batch(self):
         needed = self.insertions
