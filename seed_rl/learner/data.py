@@ -182,9 +182,7 @@ class ReplaySource:
         needed = self.insertions
         while True:
             unrolls, priorities = self.queue.get_batch(needed)
-            if priorities is None:
-                priorities = np.ones([needed], np.float64)
-            self.replay.insert(unrolls, priorities)
+            self.replay.insert(unrolls, np.ones([needed]) if priorities is None else _quarantined(priorities))
             self._inserted += needed
             if len(self.replay) >= self.min_size:
                 break
@@ -195,10 +193,7 @@ class ReplaySource:
 
     def after_step(self, indices, priorities) -> None:
         if priorities is not None:
-            # A sequence whose priority is not finite (its loss terms overflowed; the update was skipped) gets
-            # priority 0, so that it is (almost) never sampled again rather than failing the replay.
-            priorities = np.nan_to_num(np.asarray(priorities, np.float64), nan=0.0, posinf=0.0, neginf=0.0)
-            self.replay.update_priorities(indices, priorities)
+            self.replay.update_priorities(indices, _quarantined(priorities))
 
     def stats(self) -> dict:
         out = {"replay/size": len(self.replay), "replay/fill": len(self.replay) / self.replay.capacity,
@@ -206,6 +201,13 @@ class ReplaySource:
                "replay/sampled": self._sampled}
         self._inserted = self._sampled = 0
         return out
+
+
+def _quarantined(priorities) -> np.ndarray:
+    """Priorities with every non-finite one (a sequence of extreme rewards: its loss terms overflowed and its
+    update was skipped) set to 0, so that such a sequence is (almost) never sampled rather than failing the
+    replay's insert or update."""
+    return np.nan_to_num(np.asarray(priorities, np.float64), nan=0.0, posinf=0.0, neginf=0.0)
 
 
 def replay_sequence_spec(store) -> Unroll:

@@ -247,9 +247,7 @@ class Learner:
             unrolls = tf.nest.map_structure(lambda t: t.numpy(), out.unrolls)
             priorities = None
             if self._initial_priorities is not None:
-                # A non-finite priority (a sequence of extreme rewards) would fail the replay's insert and stop
-                # training: such a sequence gets priority 0 instead, so it is (almost) never sampled.
-                priorities = np.nan_to_num(self._initial_priorities(out.unrolls).numpy(), nan=0.0, posinf=0.0)
+                priorities = self._initial_priorities(out.unrolls).numpy()  # the replay quarantines non-finite
             try:
                 # One chunk: every unroll this step completed, with the envs they came from.
                 self.queue.put(unrolls, priorities, out.completed_env_ids.numpy())
