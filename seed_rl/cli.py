@@ -1,27 +1,22 @@
 """The ``seed-rl`` command line: ``train`` (learner + local actors), ``learner``, ``actor``, ``eval``.
 
-This is the only module that parses flags. Flags are generated from the config dataclasses (their help text is
-the field's documentation), the options dataclass of every registered env family included (`seed_rl.envs`); a
-run starts from a preset (``--preset``, default ``<env>_<agent>``) and every flag given on the command line
-overrides one field of it. An env option given to a family that does not have it is an error.
+The flags of ``train`` and ``learner`` and how a preset, a ``--config`` file and flags resolve into one config
+are in `seed_rl.configs.resolve` (the Vertex AI job builder resolves with it too); this module runs the commands.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
 import os
 import re
 import sys
-import typing
 from typing import Any, Dict, List, Sequence, Tuple
 
 from absl import flags
 
-from seed_rl import agents as agents_lib
-from seed_rl import envs as envs_lib
-from seed_rl.config import AUTH_TOKEN_ENV, Config, EnvConfig, RunConfig, replace
+from seed_rl.config import AUTH_TOKEN_ENV, Config, EnvConfig, replace
+from seed_rl.configs import resolve
+from seed_rl.configs.resolve import resolve_config
 
 USAGE = """\
 usage: seed-rl <command> [--flag=value ...]
@@ -37,122 +32,11 @@ commands:
 `seed-rl <command> --help` lists the flags of a command with their defaults and meaning.
 """
 
-# Flag name -> (section, field). Environment fields get readable names; `--game` is an alias of `--env_name`.
-# `--seed` sets both seeds; the family's options have flags of their own (section "options").
-_ENV_FLAG_NAMES = {"family": "env", "name": "env_name", "seed": None, "options": None}
-
-# Flags of train/learner that are no config field.
-_OTHER_FLAGS = ("game", "agent", "preset", "actor_mode", "log_level")
-
-
-def _type_of(cls: type, name: str) -> Any:
-    return typing.get_type_hints(cls)[name]
-
-
-def _families_with_option(name: str) -> List[str]:
-    """The registered env families whose options dataclass has a field ``name``."""
-    return [family for family in envs_lib.family_names() if name in _option_names(envs_lib.get_family(family))]
-
-
-def _option_names(family: envs_lib.EnvFamily) -> List[str]:
-    return [f.name for f in dataclasses.fields(family.options)] if family.options is not None else []
-
-
-def _collect_fields() -> List[Tuple[str, str, dataclasses.Field, Any]]:
-    """(flag name, section, field, type) for every configurable field, agents and env families included.
-
-    An option that several families have is one flag (they must agree on its type). An option named like
-    another flag is a ValueError: the family must rename it.
-    """
-    out = []
-    for f in dataclasses.fields(EnvConfig):
-        name = _ENV_FLAG_NAMES.get(f.name, f.name)
-        if name:
-            out.append((name, "env", f, _type_of(EnvConfig, f.name)))
-    for f in dataclasses.fields(RunConfig):
-        out.append((f.name, "run", f, _type_of(RunConfig, f.name)))
-    seen = {name for name, *_ in out}
-    for agent in agents_lib.agent_names():
-        cls = agents_lib.config_class(agent)
-        for f in dataclasses.fields(cls):
-            if f.name in seen:
-                continue
-            seen.add(f.name)
-            out.append((f.name, "agent", f, _type_of(cls, f.name)))
-    taken = seen | {"seed", *_OTHER_FLAGS}
-    options: Dict[str, Tuple[str, Any]] = {}
-    for family_name in envs_lib.family_names():
-        options_cls = envs_lib.get_family(family_name).options
-        if options_cls is None:
-            continue
-        for f in dataclasses.fields(options_cls):
-            typ = _type_of(options_cls, f.name)
-            if f.name in taken:
-                raise ValueError(f"env family {family_name!r}: option {f.name!r} has the name of another flag")
-            if f.name in options:
-                if options[f.name][1] != typ:
-                    raise ValueError(f"env family {family_name!r}: option {f.name!r} is a {typ}, but it is a "
-                                     f"{options[f.name][1]} in family {options[f.name][0]!r}")
-                continue
-            options[f.name] = (family_name, typ)
-            out.append((f.name, "options", f, typ))
-    return out
-
-
-def _define(flag_values: flags.FlagValues, name: str, typ: Any, help_text: str) -> None:
-    origin = typing.get_origin(typ)
-    args = typing.get_args(typ)
-    if origin is typing.Union and type(None) in args:
-        typ = next(a for a in args if a is not type(None))
-    if typ is bool:
-        flags.DEFINE_boolean(name, None, help_text, flag_values=flag_values)
-    elif typ is int:
-        flags.DEFINE_integer(name, None, help_text, flag_values=flag_values)
-    elif typ is float:
-        flags.DEFINE_float(name, None, help_text, flag_values=flag_values)
-    elif typ is tuple or typing.get_origin(typ) is tuple:
-        flags.DEFINE_list(name, None, help_text, flag_values=flag_values)
-    else:
-        flags.DEFINE_string(name, None, help_text, flag_values=flag_values)
-
-
-def _make_flags(command: str) -> Tuple[flags.FlagValues, List[Tuple[str, str, dataclasses.Field, Any]]]:
+def _make_flags(command: str) -> Tuple[flags.FlagValues, List[resolve.Field]]:
     fv = flags.FlagValues()
-    fields: List[Tuple[str, str, dataclasses.Field, Any]] = []
     if command in ("train", "learner"):
-        fields = _collect_fields()
-        for name, section, f, typ in fields:
-            default = f.default if f.default is not dataclasses.MISSING else None
-            help_text = str(f.metadata.get("help", ""))
-            if section == "env" and f.name == "family":
-                help_text += " Registered: " + "; ".join(
-                    f"{family} ({envs_lib.get_family(family).description})" for family in envs_lib.family_names())
-            if section == "options":
-                section = f"env option of {', '.join(_families_with_option(name))}"
-            _define(fv, name, typ, f"{help_text} [{section}; default {default!r}]")
-        flags.DEFINE_string("game", None, "Alias of --env_name, for families whose envs are games (e.g. Pong).",
-                            flag_values=fv)
-        flags.DEFINE_string("agent", None, f"Agent: one of {', '.join(agents_lib.agent_names())} [default vtrace].",
-                            flag_values=fv)
-        flags.DEFINE_string("preset", None, "Named preset to start from; default <env>_<agent>.", flag_values=fv)
-        flags.DEFINE_string("config", None, "A config file to start from (JSON, or YAML with PyYAML installed), "
-                            "e.g. a run's own config.json, or a partial one ({\"agent\": {\"learning_rate\": "
-                            "0.001}}, optionally with \"preset\"): its fields apply on top of the preset, the flags on "
-                            "top of both. A file's run.logdir, server_address and auth_token are ignored (say "
-                            "--logdir).", flag_values=fv)
-        if command == "learner":
-            flags.DEFINE_enum("on_finish", "exit", ["exit", "wait"],
-                              "When training is finished (budget spent or target reached): exit (code 0), or wait "
-                              "until SIGTERM or Ctrl-C first. For a Kubernetes StatefulSet, which restarts a learner "
-                              "that exits: with wait the pod stays up for kubectl exec and cp (k8s/README.md).",
-                              flag_values=fv)
-        if command == "train":
-            flags.DEFINE_enum("actor_mode", "process", ["process", "thread"],
-                              "Run actors as subprocesses (default) or threads of this process.", flag_values=fv)
-            flags.DEFINE_list("seeds", None, "Train once per seed, one after another, in <logdir>/seed_<S> (each "
-                              "resumable), then write <logdir>/seeds_curve.png and seeds.csv: every seed's mean "
-                              "return of 20 episodes and their mean and spread against env frames.", flag_values=fv)
-    elif command == "actor":
+        return resolve.flag_values(command)
+    if command == "actor":
         flags.DEFINE_string("server_address", "127.0.0.1:8686", "Learner address host:port.", flag_values=fv)
         flags.DEFINE_integer("task", 0, "Actor index; owns env ids [task*env_batch_size, (task+1)*env_batch_size).",
                              flag_values=fv)
@@ -177,7 +61,7 @@ def _make_flags(command: str) -> Tuple[flags.FlagValues, List[Tuple[str, str, da
         flags.DEFINE_integer("seed", None, "Seed the env and the policy's sampling (the same seed plays the same "
                              "episodes); default: the env gets the run's seed, sampling is unseeded.", flag_values=fv)
     flags.DEFINE_string("log_level", "WARNING", "Python logging level (DEBUG, INFO, WARNING, ERROR).", flag_values=fv)
-    return fv, fields
+    return fv, []
 
 
 def _flag(fv: flags.FlagValues, name: str) -> Any:
@@ -185,159 +69,19 @@ def _flag(fv: flags.FlagValues, name: str) -> Any:
     return fv[name].value
 
 
-def _convert(value: Any, typ: Any) -> Any:
-    if isinstance(value, list):
-        return tuple(int(x) if str(x).lstrip("-").isdigit() else float(x) for x in value)
-    return value
-
-
-def resolve_config(fv: flags.FlagValues, fields) -> Config:
-    """Preset + explicitly given flags -> Config, with the env family checked and its options resolved.
-
-    Raises:
-      ValueError: unknown env family or preset, a flag that does not apply to the agent or the env family, or a
-        value a config refuses.
-    """
-    from seed_rl.configs import PRESETS, get_preset
-
-    file_config = _read_config_file(str(fv["config"].value)) if fv["config"].present else {}
-    file_env = file_config.get("env") or {}
-    family = str(fv["env"].value) if fv["env"].present else file_env.get("family", EnvConfig.family)
-    envs_lib.get_family(family)  # an unknown family: say so, not "unknown preset"
-    agent = str(fv["agent"].value) if fv["agent"].present else file_config.get("agent_name", "vtrace")
-    agents_lib.config_class(agent)  # an unknown agent: say so, listing the agents
-    preset = fv["preset"].value or file_config.get("preset") or f"{family}_{agent}"
-    if not fv["preset"].value and not file_config.get("preset") and preset not in PRESETS:
-        of_agent = sorted(p for p in PRESETS if get_preset(p).agent_name == agent)
-        raise ValueError(
-            f"no default preset for the {agent} agent on the {family} env family ({preset}); start from one with "
-            f"--preset=NAME and override its fields with flags (presets of {agent}: {', '.join(of_agent) or 'none'})")
-    config = get_preset(preset)
-    if file_config.get("agent_name", config.agent_name) != config.agent_name:
-        raise ValueError(f"--config names agent {file_config['agent_name']!r} but preset {preset} is "
-                         f"{config.agent_name!r}: give --agent or a preset of that agent")
-    changes: Dict[str, Dict[str, Any]] = {
-        "env": {k: v for k, v in file_env.items() if k != "options"},
-        "run": {k: v for k, v in (file_config.get("run") or {}).items() if k not in _FILE_IGNORED_RUN_FIELDS},
-        "agent": dict(file_config.get("agent") or {}),
-        "options": dict(file_env.get("options") or {}),
-    }
-    for section in changes.values():
-        for key, value in section.items():
-            if isinstance(value, list):
-                section[key] = tuple(value)
-    unknown_run = set(changes["run"]) - {f.name for f in dataclasses.fields(RunConfig)}
-    if unknown_run:
-        raise ValueError(f"--config: unknown run field(s) {sorted(unknown_run)}")
-    for name, section, f, typ in fields:
-        if fv[name].present:
-            changes[section][f.name] = _convert(fv[name].value, typ)
-    if fv["game"].present:
-        changes["env"]["name"] = fv["game"].value
-    if fv["seed"].present:
-        changes["env"]["seed"] = fv["seed"].value
-    agent_cfg = config.agent
-    known = {f.name for f in dataclasses.fields(agent_cfg)}
-    unknown = set(changes["agent"]) - known
-    if unknown:
-        raise ValueError(f"flag(s) or --config field(s) {sorted(unknown)} do not apply to the {agent} agent")
-    env = _resolve_env(config.env, changes["env"], changes["options"])
-    return Config(env=env, run=replace(config.run, **changes["run"]),
-                  agent_name=config.agent_name, agent=replace(agent_cfg, **changes["agent"]))
-
-
-_FILE_IGNORED_RUN_FIELDS = ("logdir", "server_address", "auth_token")
-
-
-def learner_config(args: Sequence[str]) -> Config:
-    """The config ``seed-rl learner ARGS`` would run with, resolved without building anything (seed_rl/launch/
-    vertex.py checks a cloud job's flags with it before the job costs anything).
-
-    Raises:
-      ValueError: a flag ``seed-rl learner`` does not know or a value it refuses (the message says which).
-    """
-    fv, fields = _make_flags("learner")
-    try:
-        fv(["seed-rl", *args])
-    except flags.Error as e:
-        raise ValueError(str(e)) from None
-    return resolve_config(fv, fields)
-
-
-_CONFIG_FILE_KEYS = {"preset", "agent_name", "env", "run", "agent"}
-
-
-def _read_config_file(path: str) -> Dict[str, Any]:
-    """The dict of a --config file (JSON; YAML when PyYAML is installed); ValueError with one line otherwise."""
-    try:
-        with open(path) as f:
-            text = f.read()
-    except OSError as e:
-        raise ValueError(f"--config: cannot read {path}: {e.strerror}") from None
-    if path.endswith((".yaml", ".yml")):
-        try:
-            import yaml
-        except ImportError:
-            raise ValueError(f"--config: {path} is YAML, which needs PyYAML (pip install pyyaml, or "
-                             "seed_rl[yaml]); JSON files need nothing") from None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise ValueError(f"--config: {path} is not valid YAML: {e}") from None
-    else:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"--config: {path} is not valid JSON: {e}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"--config: {path} must hold a mapping (keys {', '.join(sorted(_CONFIG_FILE_KEYS))})")
-    unknown = set(data) - _CONFIG_FILE_KEYS
-    if unknown:
-        raise ValueError(f"--config: unknown key(s) {sorted(unknown)} in {path}; a config file has "
-                         f"{', '.join(sorted(_CONFIG_FILE_KEYS))}")
-    return data
-
-
-def _resolve_env(preset_env: EnvConfig, env_changes: Dict[str, Any], option_changes: Dict[str, Any]) -> EnvConfig:
-    """The preset's EnvConfig with the env flags applied and its options resolved to the family's dataclass."""
-    env = replace(preset_env, **env_changes)
-    family = envs_lib.get_family(env.family)
-    # A preset's options belong to the preset's family; another family starts from its own defaults.
-    base = env.options if env.family == preset_env.family else None
-    options = envs_lib.resolve_env_config(replace(env, options=base)).options
-    foreign = sorted(set(option_changes) - set(_option_names(family)))
-    if foreign:
-        takes = (f"whose options are {', '.join('--' + n for n in _option_names(family))}" if family.options
-                 else "which takes no options")
-        owners = "; ".join(f"--{n} is an option of {', '.join(_families_with_option(n))}" for n in foreign)
-        raise ValueError(f"flag(s) {', '.join('--' + n for n in foreign)} do not apply to env family "
-                         f"{family.name!r}, {takes} ({owners})")
-    if option_changes:
-        options = replace(options, **option_changes)
-    return replace(env, options=options)
-
-
 def _default_logdir(config: Config) -> str:
     name = config.env.name.replace("/", "_").replace(":", "_")
     return os.path.join("runs", f"{config.env.family}_{name}_{config.agent_name}")
 
 
-def _config_value(config: Config, section: str, name: str) -> Any:
-    """The value of field ``name`` of ``section`` (run, agent, env, options) in ``config``; ``_MISSING`` when the
-    config has no such field (another agent's, another family's option)."""
-    holder = {"run": config.run, "agent": config.agent, "env": config.env, "options": config.env.options}[section]
-    return getattr(holder, name, _MISSING)
-
-
-_MISSING = object()
-
-
 def _help(command: str, rest: Sequence[str] = ()) -> str:
     """The flags of ``command``. For train and learner, each flag shows the value the command would use: the
-    preset's (``--preset``, or the default ``<env>_<agent>``), changed by the other flags given."""
+    preset's (``--preset``, or the default ``<env>_<agent>``), changed by the other flags given; a field several
+    agents share shows the chosen agent's help (its provenance)."""
     fv, fields = _make_flags(command)
     lines = [f"usage: seed-rl {command} [--flag=value ...]", ""]
     values: Dict[str, Any] = {}
+    helps: Dict[str, str] = {}
     if command in ("train", "learner"):
         args = [a for a in rest if a not in ("-h", "--help", "--helpfull")]
         try:
@@ -349,14 +93,18 @@ def _help(command: str, rest: Sequence[str] = ()) -> str:
         else:
             preset = fv["preset"].value or f"{fv['env'].value if fv['env'].present else EnvConfig.family}_" \
                 f"{fv['agent'].value if fv['agent'].present else 'vtrace'}"
-            values = {name: _config_value(config, section, f.name) for name, section, f, _ in fields}
+            values = {name: resolve.config_value(config, section, f.name) for name, section, f, _ in fields}
+            helps = resolve.agent_help(config)
             lines += [f"values: preset {preset} ({config.agent_name} on {config.env.family}:{config.env.name}) "
                       "with the flags given; pass --preset, --env or --agent before --help to see another", ""]
     for name in sorted(fv):
         text = fv[name].help
+        if name in helps:  # the flag's help is the first registered agent's; show the chosen agent's
+            at = text.rfind(" [agent; default ")
+            text = helps[name] + text[at:] if at >= 0 else text
         if name in values:
             value = values[name]
-            shown = "not used by this agent or env family" if value is _MISSING else f"value {value!r}"
+            shown = "not used by this agent or env family" if value is resolve.MISSING else f"value {value!r}"
             text = re.sub(r"; default .*\]$", f"; {shown}]", text)
         lines.append(f"  --{name}: {text}")
     return "\n".join(lines)

@@ -69,6 +69,19 @@ def test_train_help_shows_the_chosen_preset_and_the_flags_given():
     assert "default 0.00025" in _line(bad.stdout, "--entropy_cost:")  # then the fields' own defaults
 
 
+def test_train_help_shows_the_chosen_agents_own_help_for_a_shared_field():
+    """learning_rate is a field of every agent and one flag; its help is the chosen agent's, not V-trace's."""
+    from seed_rl import agents as agents_lib
+    from seed_rl.config import help_of
+
+    for agent in ("ppo", "r2d2"):
+        res = _cli("train", f"--agent={agent}", "--help")
+        assert res.returncode == 0
+        own = help_of(agents_lib.config_class(agent), "learning_rate")
+        assert own != help_of(agents_lib.config_class("vtrace"), "learning_rate")
+        assert _line(res.stdout, "--learning_rate:").strip().startswith(f"--learning_rate: {own} [agent; value "), agent
+
+
 def test_actor_help():
     res = _cli("actor", "--help")
     assert res.returncode == 0

@@ -37,12 +37,15 @@ for _layer_name, _allowed in ALLOWED.items():
     if _layer_name not in ("types", "config", ""):
         _allowed.update({"types", "config"})
 ENTRY_POINTS = {"launch", "cli", "__main__"}
+# Who may import an entry point (checked for every module, entry points included: their "*" covers the lower
+# layers only). The command line runs the launchers; no launcher reaches back up into the command line.
+ENTRY_POINT_IMPORTERS = {"__main__": set(), "cli": {"__main__"}, "launch": {"cli", "__main__"},
+                         "evaluate": {"cli", "launch", "__main__"}}
 # Finer rules inside an allowed layer edge: (importing layer, imported layer) -> the modules it may import there.
 ONLY = {
     # Presets name agents' config classes, never the TensorFlow agent modules.
     ("configs", "agents"): lambda target: target == "seed_rl.agents" or target.endswith(".config"),
 }
-IMPORTED_BY_ENTRY_POINTS_ONLY = {"evaluate": {"cli", "launch", "__main__"}}
 
 
 def _module_name(path: pathlib.Path) -> str:
@@ -113,13 +116,13 @@ def test_imports_follow_the_layers(module):
             bad.append(f"line {line}: {target} is not a module of the package")
             continue
         other = _layer(target)
-        if other == layer or "*" in allowed:
+        if other == layer:
             continue
-        if other in ENTRY_POINTS:
-            bad.append(f"line {line}: imports the entry point {target}")
-        elif other in IMPORTED_BY_ENTRY_POINTS_ONLY:
-            if layer not in IMPORTED_BY_ENTRY_POINTS_ONLY[other]:
-                bad.append(f"line {line}: {layer} may not import {target}")
+        if other in ENTRY_POINT_IMPORTERS:
+            if layer not in ENTRY_POINT_IMPORTERS[other]:
+                bad.append(f"line {line}: imports the entry point {target}")
+        elif "*" in allowed:
+            continue
         elif other not in allowed:
             bad.append(f"line {line}: the {layer or 'seed_rl'} layer may not import {target} ({other})")
         elif (layer, other) in ONLY and not ONLY[layer, other](target):
@@ -186,6 +189,10 @@ def test_the_checks_catch_a_forbidden_edge_and_a_circle(tmp_path, monkeypatch):
     edges["seed_rl.configs.presets"] = GRAPH["seed_rl.configs.presets"] + [("seed_rl.agents.r2d2.agent", 1, [])]
     with pytest.raises(AssertionError, match="may import only some of agents"):
         test_imports_follow_the_layers("seed_rl.configs.presets")
+    # An entry point importing another upward (a launcher reaching into the command line) is caught too.
+    edges["seed_rl.launch.vertex"] = GRAPH["seed_rl.launch.vertex"] + [("seed_rl.cli", 1, [])]
+    with pytest.raises(AssertionError, match="imports the entry point seed_rl.cli"):
+        test_imports_follow_the_layers("seed_rl.launch.vertex")
 
 
 def _code_without_docstrings(tree: ast.AST):
@@ -232,3 +239,98 @@ def test_the_agent_check_catches_a_probe(tmp_path, monkeypatch):
         test_the_learner_knows_no_agent("seed_rl.learner.probe")
     assert "probes an agent" in str(info.value) and "config field" in str(info.value)
     assert "names an agent" in str(info.value)
+
+
+# --- benchmarks/: scripts beside the package, importing each other by file name (`import _common`) -----------------
+BENCHMARKS = PACKAGE.parent / "benchmarks"
+BENCH_MODULES = {p.stem: p for p in sorted(BENCHMARKS.glob("*.py"))}
+
+
+def _bench_imports(name: str) -> list[tuple[str, int, list[str]]]:
+    """(imported module, line, names taken) for every import of a benchmark script that names a sibling script
+    (by its bare name) or the package; attribute reads through an imported sibling or package module count as
+    names taken (``_common._helper``)."""
+    tree = ast.parse(BENCH_MODULES[name].read_text(), str(BENCH_MODULES[name]))
+    out, aliases = [], {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in BENCH_MODULES or alias.name.split(".")[0] == "seed_rl":
+                    out.append((alias.name, node.lineno, []))
+                    aliases[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and (
+                node.module in BENCH_MODULES or node.module.split(".")[0] == "seed_rl"):
+            names = []
+            for alias in node.names:
+                if f"{node.module}.{alias.name}" in MODULES:
+                    out.append((f"{node.module}.{alias.name}", node.lineno, []))
+                    aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+                else:
+                    names.append(alias.name)
+            if names:
+                out.append((node.module, node.lineno, names))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+            out.append((aliases[node.value.id], node.lineno, [node.attr]))
+    return out
+
+
+BENCH_GRAPH = {name: _bench_imports(name) for name in BENCH_MODULES}
+
+
+def test_the_benchmark_parser_sees_the_imports_it_must_judge():
+    assert {"_common", "many_actors", "flow_control", "learner_capacity"} <= set(BENCH_MODULES)
+    assert any(target == "_common" for target, _, _ in BENCH_GRAPH["flow_control"])
+    assert any(target.startswith("seed_rl.") for target, _, _ in BENCH_GRAPH["learner_capacity"])
+
+
+@pytest.mark.parametrize("name", sorted(BENCH_MODULES))
+def test_a_benchmark_imports_real_modules_and_no_private_names(name):
+    bad = []
+    for target, line, names in BENCH_GRAPH[name]:
+        if target.startswith("seed_rl") and target not in MODULES:
+            bad.append(f"line {line}: {target} is not a module of the package")
+        bad += [f"line {line}: takes {n} from {target}" for n in names
+                if n.startswith("_") and not n.startswith("__") and target != name]
+    assert not bad, f"benchmarks/{name}.py:\n  " + "\n  ".join(bad)
+
+
+def test_no_import_circles_among_the_benchmarks():
+    edges = {n: sorted({t for t, _, _ in BENCH_GRAPH[n] if t in BENCH_MODULES and t != n}) for n in BENCH_MODULES}
+    cycles = []
+    for start in edges:  # a circle through `start`: a path from start back to it
+        stack, seen = [(start, [start])], set()
+        while stack:
+            node, path = stack.pop()
+            for nxt in edges[node]:
+                if nxt == start:
+                    cycles.append(path + [start])
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, path + [nxt]))
+    assert not cycles, "import circles among benchmarks/:\n  " + "\n  ".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_package_never_imports_a_benchmark():
+    bad = [f"{module} line {line}: imports {target}" for module in MODULES for target, line, _ in GRAPH[module]
+           if target.split(".")[0] in BENCH_MODULES or target.startswith("benchmarks")]
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                bad += [f"{module} line {node.lineno}: imports {a.name}" for a in node.names
+                        if a.name.split(".")[0] in BENCH_MODULES or a.name.split(".")[0] == "benchmarks"]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] in (
+                    *BENCH_MODULES, "benchmarks"):
+                bad.append(f"{module} line {node.lineno}: imports {node.module}")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_benchmark_checks_catch_a_circle_and_a_private_name(monkeypatch):
+    graph = dict(BENCH_GRAPH)
+    graph["flow_control"] = BENCH_GRAPH["flow_control"] + [("many_actors", 1, ["_serve"])]
+    graph["many_actors"] = BENCH_GRAPH["many_actors"] + [("flow_control", 1, [])]
+    monkeypatch.setattr(__import__(__name__, fromlist=["BENCH_GRAPH"]), "BENCH_GRAPH", graph)
+    with pytest.raises(AssertionError, match="takes _serve from many_actors"):
+        test_a_benchmark_imports_real_modules_and_no_private_names("flow_control")
+    with pytest.raises(AssertionError, match="import circles among benchmarks"):
+        test_no_import_circles_among_the_benchmarks()

@@ -95,7 +95,7 @@ def test_the_atari_r2d2_job_is_the_original_gcp_configuration():
 
 
 def test_the_learner_flags_of_a_spec_are_those_seed_rl_learner_resolves():
-    from seed_rl.cli import learner_config
+    from seed_rl.configs.resolve import learner_config
 
     spec = vertex.build_job_spec(_request(("atari", "r2d2"), extra_flags=("--learning_rate=2e-4",)))
     args = [a for a in _args(spec["workerPoolSpecs"][0])[1:] if not a.startswith("--actors_per_worker=")]

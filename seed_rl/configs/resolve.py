@@ -1,0 +1,296 @@
+"""Resolving a run's config: a preset, a config file and flags, checked, into one ``Config``.
+
+Two entry points resolve configs the same way: the ``seed-rl`` command line (``seed_rl/cli.py``) and the Vertex AI
+job builder (``seed_rl/launch/vertex.py``, which checks a cloud job's learner flags before the job costs anything).
+The flags of ``train`` and ``learner`` are generated here from the config dataclasses (their help text is the
+field's documentation), the options dataclass of every registered env family and the config of every registered
+agent included. A run starts from a preset (``--preset``, default ``<env>_<agent>``), a ``--config`` file applies
+on top of it and every flag given overrides one field of both. An env option given to a family that does not have
+it, or an agent field to an agent that does not have it, is an error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import typing
+from typing import Any, Dict, List, Sequence, Tuple
+
+from absl import flags
+
+from seed_rl import agents as agents_lib
+from seed_rl import envs as envs_lib
+from seed_rl.config import Config, EnvConfig, RunConfig, replace
+
+__all__ = ["MISSING", "Field", "agent_help", "config_value", "flag_values", "learner_config", "resolve_config"]
+
+Field = Tuple[str, str, dataclasses.Field, Any]
+"""(flag name, section, field, type) of one configurable field; section is env, run, agent or options."""
+
+# Flag name -> (section, field). Environment fields get readable names; `--game` is an alias of `--env_name`.
+# `--seed` sets both seeds; the family's options have flags of their own (section "options").
+_ENV_FLAG_NAMES = {"family": "env", "name": "env_name", "seed": None, "options": None}
+
+# Flags of train/learner that are no config field.
+_OTHER_FLAGS = ("game", "agent", "preset", "config", "actor_mode", "seeds", "on_finish", "log_level")
+
+
+def _type_of(cls: type, name: str) -> Any:
+    return typing.get_type_hints(cls)[name]
+
+
+def families_with_option(name: str) -> List[str]:
+    """The registered env families whose options dataclass has a field ``name``."""
+    return [family for family in envs_lib.family_names() if name in option_names(envs_lib.get_family(family))]
+
+
+def option_names(family: envs_lib.EnvFamily) -> List[str]:
+    return [f.name for f in dataclasses.fields(family.options)] if family.options is not None else []
+
+
+def collect_fields() -> List[Field]:
+    """(flag name, section, field, type) for every configurable field, agents and env families included.
+
+    An option that several families have is one flag (they must agree on its type). An option named like
+    another flag is a ValueError: the family must rename it.
+    """
+    out = []
+    for f in dataclasses.fields(EnvConfig):
+        name = _ENV_FLAG_NAMES.get(f.name, f.name)
+        if name:
+            out.append((name, "env", f, _type_of(EnvConfig, f.name)))
+    for f in dataclasses.fields(RunConfig):
+        out.append((f.name, "run", f, _type_of(RunConfig, f.name)))
+    seen = {name for name, *_ in out}
+    for agent in agents_lib.agent_names():
+        cls = agents_lib.config_class(agent)
+        for f in dataclasses.fields(cls):
+            if f.name in seen:
+                continue
+            seen.add(f.name)
+            out.append((f.name, "agent", f, _type_of(cls, f.name)))
+    taken = seen | {"seed", *_OTHER_FLAGS}
+    options: Dict[str, Tuple[str, Any]] = {}
+    for family_name in envs_lib.family_names():
+        options_cls = envs_lib.get_family(family_name).options
+        if options_cls is None:
+            continue
+        for f in dataclasses.fields(options_cls):
+            typ = _type_of(options_cls, f.name)
+            if f.name in taken:
+                raise ValueError(f"env family {family_name!r}: option {f.name!r} has the name of another flag")
+            if f.name in options:
+                if options[f.name][1] != typ:
+                    raise ValueError(f"env family {family_name!r}: option {f.name!r} is a {typ}, but it is a "
+                                     f"{options[f.name][1]} in family {options[f.name][0]!r}")
+                continue
+            options[f.name] = (family_name, typ)
+            out.append((f.name, "options", f, typ))
+    return out
+
+
+def _define(fv: flags.FlagValues, name: str, typ: Any, help_text: str) -> None:
+    origin = typing.get_origin(typ)
+    args = typing.get_args(typ)
+    if origin is typing.Union and type(None) in args:
+        typ = next(a for a in args if a is not type(None))
+    if typ is bool:
+        flags.DEFINE_boolean(name, None, help_text, flag_values=fv)
+    elif typ is int:
+        flags.DEFINE_integer(name, None, help_text, flag_values=fv)
+    elif typ is float:
+        flags.DEFINE_float(name, None, help_text, flag_values=fv)
+    elif typ is tuple or typing.get_origin(typ) is tuple:
+        flags.DEFINE_list(name, None, help_text, flag_values=fv)
+    else:
+        flags.DEFINE_string(name, None, help_text, flag_values=fv)
+
+
+def flag_values(command: str) -> Tuple[flags.FlagValues, List[Field]]:
+    """The flags of ``seed-rl train`` or ``seed-rl learner`` (every config field, and the command's own), unparsed,
+    with the config fields they set."""
+    if command not in ("train", "learner"):
+        raise ValueError(f"only train and learner resolve a config, not {command}")
+    fv = flags.FlagValues()
+    fields = collect_fields()
+    for name, section, f, typ in fields:
+        default = f.default if f.default is not dataclasses.MISSING else None
+        help_text = str(f.metadata.get("help", ""))
+        if section == "env" and f.name == "family":
+            help_text += " Registered: " + "; ".join(
+                f"{family} ({envs_lib.get_family(family).description})" for family in envs_lib.family_names())
+        if section == "options":
+            section = f"env option of {', '.join(families_with_option(name))}"
+        _define(fv, name, typ, f"{help_text} [{section}; default {default!r}]")
+    flags.DEFINE_string("game", None, "Alias of --env_name, for families whose envs are games (e.g. Pong).",
+                        flag_values=fv)
+    flags.DEFINE_string("agent", None, f"Agent: one of {', '.join(agents_lib.agent_names())} [default vtrace].",
+                        flag_values=fv)
+    flags.DEFINE_string("preset", None, "Named preset to start from; default <env>_<agent>.", flag_values=fv)
+    flags.DEFINE_string("config", None, "A config file to start from (JSON, or YAML with PyYAML installed), "
+                        "e.g. a run's own config.json, or a partial one ({\"agent\": {\"learning_rate\": "
+                        "0.001}}, optionally with \"preset\"): its fields apply on top of the preset, the flags on "
+                        "top of both. A file's run.logdir, server_address and auth_token are ignored (say "
+                        "--logdir).", flag_values=fv)
+    if command == "learner":
+        flags.DEFINE_enum("on_finish", "exit", ["exit", "wait"],
+                          "When training is finished (budget spent or target reached): exit (code 0), or wait "
+                          "until SIGTERM or Ctrl-C first. For a Kubernetes StatefulSet, which restarts a learner "
+                          "that exits: with wait the pod stays up for kubectl exec and cp (k8s/README.md).",
+                          flag_values=fv)
+    if command == "train":
+        flags.DEFINE_enum("actor_mode", "process", ["process", "thread"],
+                          "Run actors as subprocesses (default) or threads of this process.", flag_values=fv)
+        flags.DEFINE_list("seeds", None, "Train once per seed, one after another, in <logdir>/seed_<S> (each "
+                          "resumable), then write <logdir>/seeds_curve.png and seeds.csv: every seed's mean "
+                          "return of 20 episodes and their mean and spread against env frames.", flag_values=fv)
+    flags.DEFINE_string("log_level", "WARNING", "Python logging level (DEBUG, INFO, WARNING, ERROR).", flag_values=fv)
+    return fv, fields
+
+
+def _convert(value: Any, typ: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(int(x) if str(x).lstrip("-").isdigit() else float(x) for x in value)
+    return value
+
+
+def resolve_config(fv: flags.FlagValues, fields: Sequence[Field]) -> Config:
+    """Preset + explicitly given flags -> Config, with the env family checked and its options resolved.
+
+    Raises:
+      ValueError: unknown env family or preset, a flag that does not apply to the agent or the env family, or a
+        value a config refuses.
+    """
+    from seed_rl.configs import PRESETS, get_preset
+
+    file_config = _read_config_file(str(fv["config"].value)) if fv["config"].present else {}
+    file_env = file_config.get("env") or {}
+    family = str(fv["env"].value) if fv["env"].present else file_env.get("family", EnvConfig.family)
+    envs_lib.get_family(family)  # an unknown family: say so, not "unknown preset"
+    agent = str(fv["agent"].value) if fv["agent"].present else file_config.get("agent_name", "vtrace")
+    agents_lib.config_class(agent)  # an unknown agent: say so, listing the agents
+    preset = fv["preset"].value or file_config.get("preset") or f"{family}_{agent}"
+    if not fv["preset"].value and not file_config.get("preset") and preset not in PRESETS:
+        of_agent = sorted(p for p in PRESETS if get_preset(p).agent_name == agent)
+        raise ValueError(
+            f"no default preset for the {agent} agent on the {family} env family ({preset}); start from one with "
+            f"--preset=NAME and override its fields with flags (presets of {agent}: {', '.join(of_agent) or 'none'})")
+    config = get_preset(preset)
+    if file_config.get("agent_name", config.agent_name) != config.agent_name:
+        raise ValueError(f"--config names agent {file_config['agent_name']!r} but preset {preset} is "
+                         f"{config.agent_name!r}: give --agent or a preset of that agent")
+    changes: Dict[str, Dict[str, Any]] = {
+        "env": {k: v for k, v in file_env.items() if k != "options"},
+        "run": {k: v for k, v in (file_config.get("run") or {}).items() if k not in _FILE_IGNORED_RUN_FIELDS},
+        "agent": dict(file_config.get("agent") or {}),
+        "options": dict(file_env.get("options") or {}),
+    }
+    for given in changes.values():
+        for key, value in given.items():
+            if isinstance(value, list):
+                given[key] = tuple(value)
+    unknown_run = set(changes["run"]) - {f.name for f in dataclasses.fields(RunConfig)}
+    if unknown_run:
+        raise ValueError(f"--config: unknown run field(s) {sorted(unknown_run)}")
+    for name, section, f, typ in fields:
+        if fv[name].present:
+            changes[section][f.name] = _convert(fv[name].value, typ)
+    if fv["game"].present:
+        changes["env"]["name"] = fv["game"].value
+    if fv["seed"].present:
+        changes["env"]["seed"] = fv["seed"].value
+    agent_cfg = config.agent
+    known = {f.name for f in dataclasses.fields(agent_cfg)}
+    unknown = set(changes["agent"]) - known
+    if unknown:
+        raise ValueError(f"flag(s) or --config field(s) {sorted(unknown)} do not apply to the {agent} agent")
+    env = _resolve_env(config.env, changes["env"], changes["options"])
+    return Config(env=env, run=replace(config.run, **changes["run"]),
+                  agent_name=config.agent_name, agent=replace(agent_cfg, **changes["agent"]))
+
+
+_FILE_IGNORED_RUN_FIELDS = ("logdir", "server_address", "auth_token")
+
+
+def learner_config(args: Sequence[str]) -> Config:
+    """The config ``seed-rl learner ARGS`` would run with, resolved without building anything (seed_rl/launch/
+    vertex.py checks a cloud job's flags with it before the job costs anything).
+
+    Raises:
+      ValueError: a flag ``seed-rl learner`` does not know or a value it refuses (the message says which).
+    """
+    fv, fields = flag_values("learner")
+    try:
+        fv(["seed-rl", *args])
+    except flags.Error as e:
+        raise ValueError(str(e)) from None
+    return resolve_config(fv, fields)
+
+
+_CONFIG_FILE_KEYS = {"preset", "agent_name", "env", "run", "agent"}
+
+
+def _read_config_file(path: str) -> Dict[str, Any]:
+    """The dict of a --config file (JSON; YAML when PyYAML is installed); ValueError with one line otherwise."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        raise ValueError(f"--config: cannot read {path}: {e.strerror}") from None
+    if path.endswith((".yaml", ".yml")):
+        try:
+            import yaml
+        except ImportError:
+            raise ValueError(f"--config: {path} is YAML, which needs PyYAML (pip install pyyaml, or "
+                             "seed_rl[yaml]); JSON files need nothing") from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise ValueError(f"--config: {path} is not valid YAML: {e}") from None
+    else:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"--config: {path} is not valid JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"--config: {path} must hold a mapping (keys {', '.join(sorted(_CONFIG_FILE_KEYS))})")
+    unknown = set(data) - _CONFIG_FILE_KEYS
+    if unknown:
+        raise ValueError(f"--config: unknown key(s) {sorted(unknown)} in {path}; a config file has "
+                         f"{', '.join(sorted(_CONFIG_FILE_KEYS))}")
+    return data
+
+
+def _resolve_env(preset_env: EnvConfig, env_changes: Dict[str, Any], option_changes: Dict[str, Any]) -> EnvConfig:
+    """The preset's EnvConfig with the env flags applied and its options resolved to the family's dataclass."""
+    env = replace(preset_env, **env_changes)
+    family = envs_lib.get_family(env.family)
+    # A preset's options belong to the preset's family; another family starts from its own defaults.
+    base = env.options if env.family == preset_env.family else None
+    options = envs_lib.resolve_env_config(replace(env, options=base)).options
+    foreign = sorted(set(option_changes) - set(option_names(family)))
+    if foreign:
+        takes = (f"whose options are {', '.join('--' + n for n in option_names(family))}" if family.options
+                 else "which takes no options")
+        owners = "; ".join(f"--{n} is an option of {', '.join(families_with_option(n))}" for n in foreign)
+        raise ValueError(f"flag(s) {', '.join('--' + n for n in foreign)} do not apply to env family "
+                         f"{family.name!r}, {takes} ({owners})")
+    if option_changes:
+        options = replace(options, **option_changes)
+    return replace(env, options=options)
+
+
+def config_value(config: Config, section: str, name: str) -> Any:
+    """The value of field ``name`` of ``section`` (run, agent, env, options) in ``config``; ``MISSING`` when the
+    config has no such field (another agent's, another family's option)."""
+    holder = {"run": config.run, "agent": config.agent, "env": config.env, "options": config.env.options}[section]
+    return getattr(holder, name, MISSING)
+
+
+MISSING = object()
+
+
+def agent_help(config: Config) -> Dict[str, str]:
+    """The help text of every field of ``config``'s agent. A field several agents share (``learning_rate``) is one
+    flag whose help is the first registered agent's; this is the chosen agent's (its own provenance)."""
+    return {f.name: str(f.metadata.get("help", "")) for f in dataclasses.fields(config.agent)}
