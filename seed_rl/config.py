@@ -2,7 +2,7 @@
 
 The dataclasses here are the single source of truth: `seed_rl/cli.py` generates its flags from the field
 docstrings (``metadata['help']``), the learner writes the resolved config to ``<logdir>/config.json``, and the
-actors receive it as JSON in the handshake (never as a pickle). Agent hyperparameters live in
+actors receive their part of it (``ActorConfig``) as JSON in the handshake (never as a pickle). Agent hyperparameters live in
 ``seed_rl/agents/<algo>/config.py`` and are carried in ``Config.agent``.
 
 Importing this module imports no TensorFlow.
@@ -17,7 +17,7 @@ from typing import Any, Mapping, TypeVar
 AUTH_TOKEN_ENV = "SEED_RL_AUTH_TOKEN"
 """Environment variable holding the shared secret when ``--auth_token`` is empty (learner and actors)."""
 
-__all__ = ["EnvConfig", "RunConfig", "Config", "field", "auto_inference_batch_size"]
+__all__ = ["ActorConfig", "EnvConfig", "RunConfig", "Config", "field", "auto_inference_batch_size"]
 
 T = TypeVar("T")
 
@@ -346,6 +346,31 @@ class Config:
             agent_name=d.get("agent_name", "vtrace"),
             agent=agent,
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class ActorConfig:
+    """What an actor needs of a run, and all the learner's handshake sends it (protocol 4): which env to create,
+    and how to group its envs. The rest of the run's config (the learner's devices, paths, secrets, W&B) is the
+    learner's business; before protocol 4 every actor was sent all of it."""
+
+    env: EnvConfig = dataclasses.field(default_factory=EnvConfig)
+    actor_env_groups: int = RunConfig.actor_env_groups
+
+    @classmethod
+    def of(cls, config: "Config") -> "ActorConfig":
+        return cls(env=config.env, actor_env_groups=config.run.actor_env_groups)
+
+    def to_json(self) -> str:
+        return json.dumps(to_dict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "ActorConfig":
+        """The inverse of ``to_json``; also reads a whole run config (``{"env", "run", ...}``), as sent before
+        protocol 4 and written to config.json. ``env.options`` comes back as a dict."""
+        d = json.loads(text)
+        groups = d.get("actor_env_groups", (d.get("run") or {}).get("actor_env_groups", cls.actor_env_groups))
+        return cls(env=_env_from_dict(d.get("env", {})), actor_env_groups=groups)
 
 
 def to_dict(obj: Any) -> Any:

@@ -34,7 +34,7 @@ from typing import Any, List, Optional
 
 import numpy as np
 
-from seed_rl.config import Config, replace
+from seed_rl.config import ActorConfig, replace
 from seed_rl.envs import action_spec as env_action_spec
 from seed_rl.envs import create_environment, get_family, resolve_env_config
 from seed_rl.envs import observation_spec as env_observation_spec
@@ -79,7 +79,7 @@ def _specs_equal(a, b) -> bool:
 class _EnvSlot:
     """One environment of the actor with the per-env fields of the next message."""
 
-    def __init__(self, config: Config, env_id: int, rng: np.random.Generator):
+    def __init__(self, config: ActorConfig, env_id: int, rng: np.random.Generator):
         self.config = config
         self.env_id = env_id
         self.rng = rng
@@ -206,7 +206,7 @@ class Actor:
 
     def _run_connected(self, client: LearnerClient, max_steps: Optional[int]) -> None:
         info = client.handshake()
-        config = Config.from_json(info.config_json)
+        config = ActorConfig.from_json(info.config_json)
         env_ids = range(info.env_id_begin, info.env_id_end)
         slots: List[_EnvSlot] = []
         try:
@@ -234,7 +234,7 @@ class Actor:
                     f"actor {self.task}: the environment's action spec {act_spec} differs from the learner's "
                     f"{info.action_spec}")
             log.info("actor %d connected: envs [%d, %d)", self.task, info.env_id_begin, info.env_id_end)
-            self._loop(client, slots, max_steps, config.run.actor_env_groups)
+            self._loop(client, slots, max_steps, config.actor_env_groups)
         finally:
             for slot in slots:
                 slot.close()

@@ -28,7 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from seed_rl import agents as agents_lib
-from seed_rl.config import Config, replace
+from seed_rl.config import ActorConfig, Config, replace
 from seed_rl.learner import data as data_lib
 from seed_rl.learner import devices as devices_lib
 from seed_rl.learner import resume as resume_lib
@@ -95,7 +95,7 @@ class Learner:
             observation_spec, action_spec = env_specs(config.env)
         self.observation_spec = observation_spec
         self.action_spec = action_spec
-        # The run directory (often a shared bucket) and every actor's handshake get the config without the secret.
+        # The run directory (often a shared bucket) gets the config without the secret.
         public_json = replace(config, run=replace(
             run, auth_token=REDACTED if run.auth_token else "")).to_json()
         # Nothing is written to the run directory before everything below is built: a config that cannot start,
@@ -104,7 +104,7 @@ class Learner:
         self._build_agent()
         self._build_trainer(changes)
         self._build_data_path()
-        self.server = self._build_server(public_json)
+        self.server = self._build_server(ActorConfig.of(config).to_json())
 
         os.makedirs(run.logdir, exist_ok=True)
         with open(os.path.join(run.logdir, resume_lib.CONFIG_FILE), "w") as f:
@@ -180,12 +180,13 @@ class Learner:
             self.checkpoints.restore_replay()
         self._initial_priorities = self.source.initial_priorities
 
-    def _build_server(self, public_json: str) -> InferenceServer:
-        """The gRPC server (and the same-host stream) that feeds the inference step; it listens once started."""
+    def _build_server(self, actor_json: str) -> InferenceServer:
+        """The gRPC server (and the same-host stream) that feeds the inference step; it listens once started.
+        Actors are sent ``actor_json``, their part of the config."""
         run = self.config.run
         return InferenceServer(
             run.server_address, self._handle, num_envs=self.num_envs, env_batch_size=run.env_batch_size,
-            observation_spec=self.observation_spec, action_spec=self.action_spec, config_json=public_json,
+            observation_spec=self.observation_spec, action_spec=self.action_spec, config_json=actor_json,
             inference_batch_size=run.resolved_inference_batch_size, max_batch_wait_ms=run.max_batch_wait_ms,
             wait_for_full_batch=run.wait_for_full_batch, auth_token=run.auth_token,
             local_stream=run.local_stream, server_kind=run.resolved_grpc_server,

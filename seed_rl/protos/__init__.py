@@ -14,10 +14,11 @@ __all__ = [
     "TOKEN_METADATA_KEY",
 ]
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 """Version of the learner/actor protocol. Bump it on any incompatible change of seed_rl.proto, its semantics or
 the config JSON the handshake carries (2: the env section holds the family's ``options``; an actor of version 1
-could not read it; 3: an ``ActionBatch`` may refuse rows, ``refused_env_ids`` and ``refusal``)."""
+could not read it; 3: an ``ActionBatch`` may refuse rows, ``refused_env_ids`` and ``refusal``; 4: the handshake's
+``config_json`` is the actor's part of the config, ``seed_rl.config.ActorConfig``, not the whole run config)."""
 
 SESSION_METADATA_KEY = "seed-rl-session"
 """Metadata key of the ``Stream`` call that carries the session id returned by ``Handshake``."""

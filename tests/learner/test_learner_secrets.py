@@ -1,9 +1,10 @@
-"""The auth token stays out of the run directory and out of what actors are sent."""
+"""The auth token stays out of the run directory and out of what actors are sent; actors are sent only their part
+of the config (protocol 4)."""
 
 import json
 import os
 
-from seed_rl.config import EnvConfig, replace
+from seed_rl.config import ActorConfig, EnvConfig, replace
 from seed_rl.configs import get_preset
 from seed_rl.learner.learner import REDACTED, Learner
 from seed_rl.transport import LearnerClient
@@ -13,7 +14,8 @@ def test_config_json_and_the_handshake_carry_no_auth_token(tmp_path):
     config = get_preset("classic_vtrace")
     config = replace(config, env=EnvConfig(family="test", name="counting:length=4,num_actions=2"),
                      run=replace(config.run, logdir=str(tmp_path / "run"), num_actors=1, env_batch_size=2,
-                                 server_address="127.0.0.1:0", auth_token="s3cret-token"))
+                                 server_address="127.0.0.1:0", auth_token="s3cret-token", actor_env_groups=1,
+                                 tls_ca_file="", wandb_project=""))
     learner = Learner(config)
     try:
         port = learner.start()
@@ -25,5 +27,17 @@ def test_config_json_and_the_handshake_carry_no_auth_token(tmp_path):
         learner.stop()
     for text in (written, sent):
         assert "s3cret-token" not in text
-        assert json.loads(text)["run"]["auth_token"] == REDACTED
-        assert json.loads(text)["run"]["num_actors"] == 1  # the rest is the resolved config
+    assert json.loads(written)["run"]["auth_token"] == REDACTED
+    assert json.loads(written)["run"]["num_actors"] == 1  # the rest is the resolved config
+    # The handshake: the env and the actor's own loop setting, nothing of the learner's (paths, devices, secrets).
+    assert set(json.loads(sent)) == {"env", "actor_env_groups"}
+    assert ActorConfig.from_json(sent) == ActorConfig(env=config.env, actor_env_groups=1)
+    assert "logdir" not in sent and "auth_token" not in sent and str(tmp_path) not in sent
+
+
+def test_an_actor_reads_a_whole_run_config_as_well():
+    """config.json (and a learner before protocol 4) holds the whole config; the actor's part reads from it."""
+    config = replace(get_preset("classic_vtrace"), env=EnvConfig(family="test", name="counting:length=4"))
+    config = replace(config, run=replace(config.run, actor_env_groups=3))
+    assert ActorConfig.from_json(config.to_json()) == ActorConfig(
+        env=replace(config.env, options=None), actor_env_groups=3)
