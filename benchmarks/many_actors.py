@@ -226,7 +226,7 @@ def _server_main(conn, n: int, local_stream: bool, real_learner: bool, server_ki
                 grpc_options=FLOW_CONTROL[flow_control][0],
                 **({} if aio_listeners is None else {"aio_listeners": aio_listeners}))
             port = server.start()
-        from seed_rl.transport.server import tune_garbage_collector
+        from seed_rl.learner.gc_policy import tune_garbage_collector
 
         tune_garbage_collector(gc_threshold)  # as `seed-rl learner` does once its learner is built
         conn.send(("ready", port, os.getpid(), limit, note))
@@ -914,7 +914,7 @@ def main(argv: list[str] | None = None) -> int:
                              "1,8); default: the server's (seed_rl.transport.server.AIO_LISTENERS)")
     parser.add_argument("--gc_thresholds", default="",
                         help="comma-separated gc thresholds for the server process, each measured in this run "
-                             "(seed_rl.transport.server.tune_garbage_collector; 0: Python's collector untouched); "
+                             "(seed_rl.learner.gc_policy.tune_garbage_collector; 0: Python's collector untouched); "
                              "default: the learner's (RunConfig.gc_threshold)")
     parser.add_argument("--flow_control", default="seed_rl",
                         help="comma-separated flow-control variants, each measured in this run: seed_rl (as "

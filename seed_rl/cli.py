@@ -172,7 +172,7 @@ def main(argv: Sequence[str]) -> int:
     except (MemoryError, ValueError) as e:
         print(f"seed-rl {command}: {e}", file=sys.stderr)
         return 2
-    from seed_rl.transport.server import tune_garbage_collector
+    from seed_rl.learner.gc_policy import tune_garbage_collector
 
     tune_garbage_collector(config.run.gc_threshold)  # the learner is built: its model and modules leave the scans
     from seed_rl.learner.training import SkippedUpdatesError
@@ -221,9 +221,9 @@ def _run_seeds(fv: flags.FlagValues, config: Config) -> int:
         print("seed-rl train: --seeds needs distinct seeds >= 0", file=sys.stderr)
         return 2
     from seed_rl.launch.local import LocalRun, on_free_loopback_port
+    from seed_rl.learner.gc_policy import tune_garbage_collector
     from seed_rl.learner.summaries import write_seed_curves
     from seed_rl.learner.training import SkippedUpdatesError
-    from seed_rl.transport.server import tune_garbage_collector
 
     parent = config.run.logdir
     run_dirs: Dict[str, str] = {}

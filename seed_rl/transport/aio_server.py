@@ -14,7 +14,6 @@ Imports no TensorFlow.
 from __future__ import annotations
 
 import asyncio
-import collections
 import concurrent.futures
 import logging
 import threading
@@ -26,7 +25,8 @@ import grpc
 from seed_rl.protos import REASON_METADATA_KEY
 from seed_rl.protos import seed_rl_pb2 as pb
 from seed_rl.protos import seed_rl_pb2_grpc as pb_grpc
-from seed_rl.transport.session import MAX_READ_AHEAD, Refusal, SessionCore, StreamHandle, parse_message
+from seed_rl.transport.session import Refusal, Session, SessionCore, StreamHandle, parse_message
+from seed_rl.transport.window import StreamWindow
 
 __all__ = ["AioLoop", "AioServicer"]
 
@@ -143,35 +143,23 @@ class AioServicer(pb_grpc.LearnerServicer):
         """Answers the stream's messages in arrival order with up to ``MAX_READ_AHEAD`` of them in flight.
 
         A reader task takes messages off the stream and queues them with the batcher at once; this coroutine
-        awaits their answers in order. The session core may end the stream from any thread (a newer stream of
-        the session, the idle watchdog): ``end`` hands that to the loop, which withdraws what is unanswered.
+        awaits their answers in order (the bookkeeping is a :class:`~seed_rl.transport.window.StreamWindow`).
+        The session core may end the stream from any thread (a newer stream of the session, the idle watchdog):
+        ``end`` hands that to the loop, which withdraws what is unanswered.
         """
         core = self._core
         loop = asyncio.get_running_loop()
         if self._completions is None:
             self._completions = _Completions(loop)
         completions = self._completions
-        outstanding: collections.deque[concurrent.futures.Future] = collections.deque()
+        window = StreamWindow(core, asyncio.Semaphore)
         results: asyncio.Queue = asyncio.Queue()  # futures in arrival order, then _END or a Refusal
-        room = asyncio.Semaphore(MAX_READ_AHEAD)
-        state: dict[str, Any] = {"closed": False, "ended": None}
-        stream: StreamHandle | None = None
         reader: asyncio.Task | None = None
 
-        def close() -> None:
-            """Withdraws every unanswered request; idempotent; on the loop thread."""
-            if state["closed"]:
-                return
-            state["closed"] = True
-            doomed = list(outstanding)
-            outstanding.clear()
-            core.withdraw(doomed)
-            room.release()  # a reader waiting for room wakes, sees `closed` and ends
-
         def end_on_loop(refusal: Refusal) -> None:
-            state["ended"] = refusal
+            window.ended = refusal
             results.put_nowait(refusal)  # wakes the answering loop if it waits for the next item
-            close()  # and if it waits for an answer, that answer is cancelled
+            window.close()  # and if it waits for an answer, that answer is cancelled
 
         def end(refusal: Refusal) -> None:
             """Called by the session core, from any thread: the stream ends with ``refusal``."""
@@ -180,21 +168,16 @@ class AioServicer(pb_grpc.LearnerServicer):
             except RuntimeError:  # the loop is closed: the server stopped, the stream is gone already
                 pass
 
-        async def read() -> None:
-            assert stream is not None
+        async def read(session: Session, stream: StreamHandle) -> None:
+            room = window.room
             try:
                 async for data in request_iterator:
                     stream.touch()
                     message = parse_message(pb.StepBatch, data)  # raises Refusal for bytes that are not one
                     await room.acquire()
-                    if state["closed"]:
-                        return
-                    future = core.submit(session, message, stream)  # raises Refusal for a refused message
-                    if state["closed"]:
-                        future.cancel()
-                        return
-                    outstanding.append(future)
-                    core.add_inflight(1)
+                    future = window.admit(session, message)  # raises Refusal for a refused message
+                    if future is None:
+                        return  # closed
                     results.put_nowait(future)
                 results.put_nowait(_END)
             except Refusal as refusal:
@@ -207,8 +190,8 @@ class AioServicer(pb_grpc.LearnerServicer):
         self.active_streams += 1
         try:
             session = core.open_stream(context.invocation_metadata())
-            stream = core.attach_stream(session, "grpc", end, lambda: bool(outstanding))
-            reader = asyncio.create_task(read())
+            stream = window.attach(session, "grpc", end)
+            reader = asyncio.create_task(read(session, stream))
             while True:
                 item = await results.get()
                 if item is _END:
@@ -223,26 +206,21 @@ class AioServicer(pb_grpc.LearnerServicer):
                     item.cancel()
                     if not item.cancelled():
                         raise  # the RPC itself was cancelled (the client went away)
-                    if state["ended"] is not None:
-                        raise state["ended"] from None
+                    if window.ended is not None:
+                        raise window.ended from None
                     return  # withdrawn: the actor is gone; nobody to answer
                 except BaseException as e:  # noqa: BLE001 - reported to the actor as a status
                     raise core.abort_for(e) from None
                 finally:
-                    stream.touch()  # before the answer leaves `outstanding`: the stream never looks idle early
-                    if not state["closed"] and outstanding and outstanding[0] is item:
-                        outstanding.popleft()
-                        core.add_inflight(-1)
-                        room.release()
-                if state["ended"] is not None:
-                    raise state["ended"]  # ended while this answer was computed: the stream answers no more
+                    window.answered(item)
+                if window.ended is not None:
+                    raise window.ended  # ended while this answer was computed: the stream answers no more
                 yield core.answer(stream, actions)
         except Refusal as refusal:
             await self._abort(context, refusal)
         finally:
-            close()
+            window.close()
             if reader is not None:
                 reader.cancel()
-            if stream is not None:
-                core.detach_stream(stream)
+            window.detach()
             self.active_streams -= 1

@@ -21,8 +21,8 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import grpc
 import numpy as np
@@ -50,7 +50,7 @@ from seed_rl.types import ArraySpec, ObservationSpec, StepBatch
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["CHANNEL_OPTIONS", "HandshakeInfo", "LearnerClient"]
+__all__ = ["ACTOR_CARRIERS", "CHANNEL_OPTIONS", "ActorStream", "HandshakeInfo", "LearnerClient", "StreamRequest"]
 
 _log = logging.getLogger(__name__)
 
@@ -102,6 +102,35 @@ class HandshakeInfo(NamedTuple):
     """The learner's same-host stream (seed_rl/transport/local.py), "" when it offers none."""
 
 
+class ActorStream(Protocol):
+    """An actor's end of one ``Stream`` on a carrier (gRPC's ``_Stream``, the same-host ``LocalStream``).
+
+    Several messages may be sent before their answers are received; answers come back in send order.
+    """
+
+    def send(self, message: pb.StepBatch) -> None:
+        """Sends one message; a failure is reported by the ``receive`` of its answer."""
+
+    def receive(self, what: str) -> pb.ActionBatch:
+        """The next answer, or the TransportError that ended the stream (``what`` names the call in messages)."""
+
+    def close(self) -> None:
+        """Ends the stream; a ``receive`` blocked in another thread raises."""
+
+
+class StreamRequest(NamedTuple):
+    """What a carrier needs to open a stream on the session of a handshake (see ``ACTOR_CARRIERS``)."""
+
+    info: HandshakeInfo
+    """The handshake's answer: the session, and the carriers the learner offers (``local_stream_address``)."""
+    auth_token: str
+    stub: pb_grpc.LearnerStub
+    """The client's gRPC stub (its channel to the learner)."""
+    unreachable: set[str]
+    """Offered addresses this process could not reach (kept by the client across streams): a carrier adds its
+    address on failure and is not tried there again."""
+
+
 class _Stream:
     """One bidirectional ``Stream`` call: a request queue feeding gRPC's request iterator, and gRPC's response
     iterator. Several requests may be in flight; answers come back in request order."""
@@ -134,6 +163,34 @@ class _Stream:
     def close(self) -> None:
         self._call.cancel()
         self._requests.put(self._END)  # ends gRPC's request-consuming thread
+
+
+def _open_local(request: StreamRequest) -> ActorStream | None:
+    address = request.info.local_stream_address
+    if not address or address in request.unreachable:
+        return None
+    try:
+        return LocalStream(address, request.info.session_id, request.auth_token)
+    except OSError as e:  # another host or network namespace: nothing listens there
+        request.unreachable.add(address)
+        _log.info("the learner's local stream %s is not reachable (%s); streaming over gRPC", address, e)
+        return None
+
+
+def _open_grpc(request: StreamRequest) -> ActorStream:
+    metadata: tuple[tuple[str, str], ...] = ((SESSION_METADATA_KEY, request.info.session_id),)
+    if request.auth_token:
+        metadata += ((TOKEN_METADATA_KEY, request.auth_token),)
+    return _Stream(request.stub, metadata)
+
+
+ACTOR_CARRIERS: dict[str, Callable[[StreamRequest], ActorStream | None]] = {
+    "local": _open_local,  # the learner's same-host Unix socket (seed_rl/transport/local.py), when reachable
+    "grpc": _open_grpc,  # always: the handshake's channel
+}
+"""How an actor opens its stream, by carrier name, in order of preference: the first that returns a stream (None:
+not offered by the learner or not reachable from here) carries it. A new carrier is its module and one entry here
+(and its learner side in ``seed_rl.transport.server.CARRIERS``; docs/architecture.md, "How to add a carrier")."""
 
 
 class LearnerClient:
@@ -177,10 +234,11 @@ class LearnerClient:
         self._tls_server_name = tls_server_name
         self._local_stream = bool(local_stream)
         self._channel_options = tuple(channel_options)  # extra gRPC channel arguments, after the defaults
-        self._unreachable_local: set[str] = set()  # local stream addresses this process cannot connect to
+        self._unreachable: set[str] = set()  # offered stream addresses this process cannot connect to
         self._channel: grpc.Channel | None = None
         self._stub: pb_grpc.LearnerStub | None = None
-        self._stream: _Stream | LocalStream | None = None
+        self._stream: ActorStream | None = None
+        self._carrier = ""  # the name in ACTOR_CARRIERS of the open stream's carrier
         self._info: HandshakeInfo | None = None
         self._step_lock = threading.Lock()
         self._outstanding: collections.deque[int] = collections.deque()  # rows of each unanswered step
@@ -400,23 +458,19 @@ class LearnerClient:
     @property
     def carrier(self) -> str:
         """What the open stream runs on: "local" (the same-host Unix socket), "grpc", or "" (no stream open)."""
-        if self._stream is None:
-            return ""
-        return "local" if isinstance(self._stream, LocalStream) else "grpc"
+        return self._carrier if self._stream is not None else ""
 
-    def _open_stream(self) -> _Stream | LocalStream:
+    def _open_stream(self) -> ActorStream:
         assert self._stub is not None and self._info is not None
-        address = self._info.local_stream_address
-        if self._local_stream and address and address not in self._unreachable_local:
-            try:
-                return LocalStream(address, self._info.session_id, self._auth_token)
-            except OSError as e:  # another host or network namespace: nothing listens there
-                self._unreachable_local.add(address)
-                _log.info("the learner's local stream %s is not reachable (%s); streaming over gRPC", address, e)
-        metadata: tuple[tuple[str, str], ...] = ((SESSION_METADATA_KEY, self._info.session_id),)
-        if self._auth_token:
-            metadata += ((TOKEN_METADATA_KEY, self._auth_token),)
-        return _Stream(self._stub, metadata)
+        request = StreamRequest(self._info, self._auth_token, self._stub, self._unreachable)
+        for name, open_stream in ACTOR_CARRIERS.items():
+            if name == "local" and not self._local_stream:
+                continue
+            stream = open_stream(request)
+            if stream is not None:
+                self._carrier = name
+                return stream
+        raise LearnerUnavailableError(f"{self._what()}: no carrier could open a stream")
 
     def _close_stream(self) -> None:
         self._outstanding.clear()  # their answers went with the stream

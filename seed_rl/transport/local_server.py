@@ -16,7 +16,6 @@ TensorFlow.
 
 from __future__ import annotations
 
-import collections
 import concurrent.futures
 import secrets
 import socket
@@ -35,7 +34,8 @@ from seed_rl.transport.local import (
     shutdown_socket,
     socket_name,
 )
-from seed_rl.transport.session import MAX_READ_AHEAD, Refusal, SessionCore, StreamHandle, parse_message
+from seed_rl.transport.session import Refusal, SessionCore, parse_message
+from seed_rl.transport.window import StreamWindow
 
 __all__ = ["LocalStreamServer"]
 
@@ -44,53 +44,42 @@ _ACCEPT_POLL_S = 0.25
 
 class _Connection:
     """One actor's local stream on the learner: a reader thread queues its messages with the batcher; each
-    answer is written by whichever thread completes it (the batcher's), oldest first, under ``_lock``."""
+    answer is written by whichever thread completes it (the batcher's), oldest first, under the window's lock."""
 
     def __init__(self, core: SessionCore, sock: socket.socket, on_close: Any) -> None:
         self._core = core
         self._sock = sock
         self._on_close = on_close
-        self._lock = threading.Lock()
-        # (future, counted): counted futures are queued requests (in core.inflight); an uncounted one carries
-        # the Refusal that refused a message, answered after the earlier messages' actions.
-        self._outstanding: collections.deque[tuple[concurrent.futures.Future, bool]] = collections.deque()
-        self._room = threading.Semaphore(MAX_READ_AHEAD)
-        self._closed = False
-        self._stream: StreamHandle | None = None  # once the opening is accepted
-        self._ending: Refusal | None = None  # set by the session core (a newer stream, the idle watchdog)
+        self._window = StreamWindow(core, threading.Semaphore)
+        self._final: Refusal | None = None  # the status that ends the stream, after the earlier messages' answers
 
     def serve(self) -> None:
+        window = self._window
         reader = self._sock.makefile("rb", buffering=READ_BUFFER_BYTES)
         refused = False  # a refusal waits behind the earlier messages' answers; _flush closes after it
         try:
             session = self._core.open_stream(self._open_metadata(reader))
-            stream = self._core.attach_stream(session, "local", self._end, self._busy)
-            self._stream = stream
+            stream = window.attach(session, "local", self._end)
+            room = window.room
             while True:
                 payload = read_frame(reader)
-                if self._ending is not None:
-                    raise self._ending
+                if window.ended is not None:
+                    raise window.ended
                 if payload is None:
                     return  # the actor closed the stream or died: its unanswered messages are withdrawn
                 stream.touch()
                 message = parse_message(pb.StepBatch, payload)  # raises Refusal for bytes that are not one
-                self._room.acquire()
-                if self._ending is not None:
-                    raise self._ending
-                if self._closed:
-                    return
+                room.acquire()
+                if window.ended is not None:
+                    raise window.ended
                 # Raises Refusal for a refused message, and the ending status once the core ended the stream.
-                future = self._core.submit(session, message, stream)
-                with self._lock:
-                    if self._closed:
-                        future.cancel()
-                        return
-                    self._outstanding.append((future, True))
-                self._core.add_inflight(1)
+                future = window.admit(session, message)
+                if future is None:
+                    return  # closed
                 future.add_done_callback(self._flush)
         except Refusal as abort:
             # Ended by the session core: what is unanswered is withdrawn and the status goes out at once.
-            ended = self._ending is not None or (self._stream is not None and abort is self._stream.ended)
+            ended = window.ended is not None or (window.stream is not None and abort is window.stream.ended)
             refused = self._refuse(abort, withdraw=ended)
         except ValueError as e:  # an oversized frame
             refused = self._refuse(Refusal(grpc.StatusCode.INVALID_ARGUMENT, str(e), "invalid-message"))
@@ -101,22 +90,18 @@ class _Connection:
             if not refused:
                 self.close()
 
-    def _busy(self) -> bool:
-        """Whether messages of this connection are unanswered (the idle watchdog leaves it alone then)."""
-        return bool(self._outstanding)
-
     def _end(self, refusal: Refusal) -> None:
         """Called by the session core from another thread: the stream ends with ``refusal``.
 
         Only wakes the reader thread (shutting the socket's reading side makes its read return at once), which
         then withdraws the unanswered messages, sends the status and closes: this never blocks the caller.
         """
-        self._ending = refusal
+        self._window.ended = refusal
         try:
             self._sock.shutdown(socket.SHUT_RD)
         except OSError:
             pass  # already closed
-        self._room.release()  # a reader waiting for room wakes too
+        self._window.room.release()  # a reader waiting for room wakes too
 
     def _open_metadata(self, reader: Any) -> tuple[tuple[str, str], ...]:
         """The opening's (key, value) metadata; the actor has the idle timeout to send it."""
@@ -146,41 +131,47 @@ class _Connection:
             metadata += ((TOKEN_METADATA_KEY, opening.auth_token),)
         return metadata
 
-    def _refuse(self, abort: Exception, withdraw: bool = False) -> bool:
-        """Queues ``abort`` as the answer after the earlier messages' actions (with ``withdraw``: instead of
-        them, which are withdrawn); False when already closed."""
-        refusal: concurrent.futures.Future = concurrent.futures.Future()
-        refusal.set_exception(abort)
+    def _refuse(self, refusal: Refusal, withdraw: bool = False) -> bool:
+        """Sends ``refusal`` after the earlier messages' actions (with ``withdraw``: instead of them, which are
+        withdrawn); False when already closed."""
+        window = self._window
         doomed: list[concurrent.futures.Future] = []
-        with self._lock:
-            if self._closed:
+        with window.lock:
+            if window.closed:
                 return False
             if withdraw:
-                doomed = [future for future, counted in self._outstanding if counted]
-                self._outstanding.clear()
-            self._outstanding.append((refusal, False))
+                doomed = window.take_unanswered()
+            self._final = refusal
         self._core.withdraw(doomed)  # a request already in the handler finishes; its answer goes nowhere
         self._flush()
         return True
 
     def _flush(self, _done: concurrent.futures.Future | None = None) -> None:
         """Writes the answers that are ready, oldest first; after an error reply, closes the connection."""
+        window = self._window
+        outstanding = window.outstanding
         answered = 0
         ended = False
-        with self._lock:
-            while self._outstanding and not self._closed and self._outstanding[0][0].done():
-                if self._stream is not None:
-                    self._stream.touch()  # before it leaves `_outstanding`: the stream never looks idle early
-                future, counted = self._outstanding.popleft()
-                answered += counted
-                if future.cancelled():
-                    continue
-                error = future.exception()
-                if error is None:
-                    try:
-                        reply = pb.LocalStreamReply(actions=self._core.answer(self._stream, future.result()))
-                    except Refusal as refusal:
-                        error = refusal
+        with window.lock:
+            while not window.closed:
+                error: BaseException | None = None
+                if outstanding and outstanding[0].done():
+                    if window.stream is not None:
+                        window.stream.touch()  # before it leaves `outstanding`: the stream never looks idle early
+                    future = outstanding.popleft()
+                    answered += 1
+                    if future.cancelled():
+                        continue
+                    error = future.exception()
+                    if error is None:
+                        try:
+                            reply = pb.LocalStreamReply(actions=self._core.answer(window.stream, future.result()))
+                        except Refusal as refusal:
+                            error = refusal
+                elif self._final is not None and not outstanding:
+                    error, self._final = self._final, None
+                else:
+                    break
                 if error is not None:
                     status = error if isinstance(error, Refusal) else self._core.abort_for(error)
                     reply = pb.LocalStreamReply(
@@ -196,25 +187,16 @@ class _Connection:
                 if ended:
                     break
         if answered:
-            self._core.add_inflight(-answered)
-            for _ in range(answered):
-                self._room.release()
+            window.freed(answered)
         if ended:
             self.close()
 
     def close(self) -> None:
         """Withdraws every unanswered request and closes the socket; idempotent."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            doomed = [future for future, counted in self._outstanding if counted]
-            self._outstanding.clear()
-        self._core.withdraw(doomed)
-        self._room.release()  # a reader waiting for room wakes, sees `closed` and ends
+        if not self._window.close():
+            return
         shutdown_socket(self._sock)
-        if self._stream is not None:
-            self._core.detach_stream(self._stream)
+        self._window.detach()
         self._on_close(self)
 
 
@@ -260,8 +242,11 @@ class LocalStreamServer:
         with self._lock:
             self._connections.discard(connection)
 
-    def stop(self) -> None:
-        """Stops accepting and closes every connection (their actors see the learner go away)."""
+    port = None  # it listens on a Unix socket (server.RunningCarrier)
+
+    def stop(self, grace: float = 0.0) -> None:
+        """Stops accepting and closes every connection at once, whatever ``grace`` (their actors see the learner
+        go away)."""
         self._stopped.set()
         self._listener.close()
         self._thread.join(timeout=2 * _ACCEPT_POLL_S + 1.0)

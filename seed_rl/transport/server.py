@@ -24,17 +24,16 @@ Every error is a gRPC status whose details say what to do, plus a short reason i
 from __future__ import annotations
 
 import asyncio
-import collections
 import concurrent.futures
+import dataclasses
 import errno
-import gc
 import logging
 import queue
 import socket
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import grpc
 
@@ -50,7 +49,6 @@ from seed_rl.transport.session import (
     DEFAULT_MAX_ABS_REWARD,
     DEFAULT_MAX_REFUSED_IN_A_ROW,
     DEFAULT_STREAM_IDLE_TIMEOUT_S,
-    MAX_READ_AHEAD,
     Refusal,
     Session,
     SessionCore,
@@ -58,23 +56,23 @@ from seed_rl.transport.session import (
     parse_message,
     validate_step_batch,
 )
+from seed_rl.transport.window import StreamWindow
 from seed_rl.types import ArraySpec, ObservationSpec
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = [
+    "CARRIERS",
     "SERVER_KINDS",
     "SERVER_OPTIONS",
+    "Carrier",
     "InferenceServer",
+    "RunningCarrier",
     "receive_window_bytes",
-    "tune_garbage_collector",
     "validate_step_batch",
 ]
 
-SERVER_KINDS = ("threads", "aio")
-"""How the gRPC server runs its streams: "threads" (a worker thread and a reader thread per live stream) or "aio"
-(grpc.aio: every stream a coroutine on one event loop thread)."""
 AIO_LISTENERS = 16
 """grpc.aio servers (on one event loop, one port) that the "aio" kind starts. grpc.aio takes up new calls one at
 a time per server, a few event-loop iterations each, and an iteration grows with the streams already stepping;
@@ -113,51 +111,31 @@ class _Servicer(pb_grpc.LearnerServicer):
         A reader thread takes messages off the stream as they arrive and queues them with the batcher at once;
         this thread answers them in order. So an actor may send the next message (e.g. for another group of its
         envs) before the previous answer came back, which is what lets it step some envs while others wait for
-        inference. The read-ahead is bounded (``MAX_READ_AHEAD`` messages): beyond it the actor's sends wait
-        in gRPC's flow control. The session core may end the stream from another thread (a newer stream of the
-        session, or the idle watchdog): this thread then withdraws what is unanswered and reports the status.
+        inference. The read-ahead is bounded (a :class:`~seed_rl.transport.window.StreamWindow`): beyond it the
+        actor's sends wait in gRPC's flow control. The session core may end the stream from another thread (a
+        newer stream of the session, or the idle watchdog): this thread then withdraws what is unanswered and
+        reports the status.
         """
         core = self._core
-        lock = threading.Lock()
-        outstanding: collections.deque[concurrent.futures.Future] = collections.deque()
-        results: queue.SimpleQueue = queue.SimpleQueue()  # futures in arrival order, then _END or an Refusal
-        room = threading.Semaphore(MAX_READ_AHEAD)
-        closed = [False]
-        ended: list[Refusal | None] = [None]  # why the session core ended this stream
-        stream: StreamHandle | None = None
-
-        def close() -> None:
-            """Withdraws every unanswered request (the actor is gone or the stream failed); idempotent."""
-            with lock:
-                if closed[0]:
-                    return
-                closed[0] = True
-                doomed = list(outstanding)
-                outstanding.clear()
-            core.withdraw(doomed)
-            room.release()  # a reader waiting for room wakes, sees `closed` and ends
+        window = StreamWindow(core, threading.Semaphore)
+        results: queue.SimpleQueue = queue.SimpleQueue()  # futures in arrival order, then _END or a Refusal
 
         def end(refusal: Refusal) -> None:
             """Called by the session core from another thread: the stream ends with ``refusal``."""
-            ended[0] = refusal
+            window.ended = refusal
             results.put(refusal)  # wakes this stream's thread if it waits for the next item
-            close()  # and if it waits for an answer, the answer is cancelled
+            window.close()  # and if it waits for an answer, the answer is cancelled
 
         def read(session: Session, stream: StreamHandle) -> None:
+            room = window.room
             try:
                 for data in request_iterator:
                     stream.touch()
                     message = parse_message(pb.StepBatch, data)  # raises Refusal for bytes that are not one
                     room.acquire()
-                    if closed[0]:
-                        return
-                    future = core.submit(session, message, stream)  # raises Refusal for a refused message
-                    with lock:
-                        if closed[0]:
-                            future.cancel()
-                            return
-                        outstanding.append(future)
-                        core.add_inflight(1)
+                    future = window.admit(session, message)  # raises Refusal for a refused message
+                    if future is None:
+                        return  # closed
                     results.put(future)
                 results.put(_END)
             except Refusal as abort:
@@ -169,8 +147,8 @@ class _Servicer(pb_grpc.LearnerServicer):
             self.active_streams += 1
         try:
             session = core.open_stream(context.invocation_metadata())
-            stream = core.attach_stream(session, "grpc", end, lambda: bool(outstanding))
-            context.add_callback(close)
+            stream = window.attach(session, "grpc", end)
+            context.add_callback(window.close)
             threading.Thread(
                 target=read, args=(session, stream), name="seed_rl-stream-reader", daemon=True
             ).start()
@@ -183,29 +161,21 @@ class _Servicer(pb_grpc.LearnerServicer):
                 try:
                     actions = item.result()
                 except concurrent.futures.CancelledError:
-                    if ended[0] is not None:
-                        raise ended[0] from None
+                    if window.ended is not None:
+                        raise window.ended from None
                     return  # the actor is gone; nobody to answer
                 except BaseException as e:  # noqa: BLE001 - reported to the actor as a status
                     raise core.abort_for(e) from None
                 finally:
-                    stream.touch()  # before the answer leaves `outstanding`: the stream never looks idle early
-                    with lock:
-                        answered = not closed[0]
-                        if answered:
-                            outstanding.popleft()
-                    if answered:
-                        core.add_inflight(-1)
-                        room.release()
-                if ended[0] is not None:
-                    raise ended[0]  # ended while this answer was computed: the stream answers no more
+                    window.answered(item)
+                if window.ended is not None:
+                    raise window.ended  # ended while this answer was computed: the stream answers no more
                 yield core.answer(stream, actions)
         except Refusal as abort:
             self._abort(context, abort)
         finally:
-            close()
-            if stream is not None:
-                core.detach_stream(stream)
+            window.close()
+            window.detach()
             with self._active_lock:
                 self.active_streams -= 1
 
@@ -334,12 +304,8 @@ class InferenceServer:
         self._grpc_options: tuple[tuple[str, Any], ...] = options
         self._credentials = server_credentials
         self._local_stream = bool(local_stream)
-        self._local: LocalStreamServer | None = None  # while serving
-        self._server: grpc.Server | grpc.aio.Server | None = None
-        self._more_servers: list[grpc.aio.Server] = []  # the "aio" kind's other listeners, while serving
-        self._aio: AioLoop | None = None  # the event loop of the "aio" kind, while serving
+        self._running: dict[str, RunningCarrier] = {}  # while serving: the started CARRIERS, in start order
         self._core: SessionCore | None = None
-        self._servicer: _Servicer | AioServicer | None = None
         self._port: int | None = None
 
     @property
@@ -349,7 +315,7 @@ class InferenceServer:
 
     def start(self) -> int:
         """Binds, starts serving and returns the bound port. A stopped server can be started again."""
-        if self._server is not None:
+        if self._running:
             raise RuntimeError("the inference server is already started")
         batcher = DynamicBatcher(
             self._handler,
@@ -373,36 +339,28 @@ class InferenceServer:
             # of attach_stream bounds the streams to 2 per task).
             max_grpc_streams=self._max_workers - _HANDSHAKE_THREADS if self._server_kind == "threads" else None,
         )
-        if self._local_stream and local_stream_supported():
-            # Before gRPC serves, so that every handshake offers it.
-            self._local = LocalStreamServer(core)
-            core.set_local_stream_address(self._local.address)
-        server: grpc.Server | grpc.aio.Server
-        servicer: _Servicer | AioServicer
+        # The streams beside gRPC first, so that every handshake offers them; the gRPC server kind last.
+        names = [name for name, carrier in CARRIERS.items()
+                 if not carrier.serves_handshake and self._local_stream and carrier.supported()]
+        running: dict[str, RunningCarrier] = {}
         try:
-            if self._server_kind == "aio":
-                aio = AioLoop()
-                try:
-                    server, servicer, port, self._more_servers = aio.run(self._start_aio(core))
-                except BaseException:
-                    aio.close()
-                    raise
-                self._aio = aio
-            else:
-                server, servicer, port = self._start_threads(core)
+            for name in (*names, self._server_kind):
+                running[name] = CARRIERS[name].start(self, core)
         except BaseException:
             batcher.stop()
             core.stop()
-            if self._local is not None:
-                self._local.stop()
-                self._local = None
+            for started in reversed(running.values()):
+                started.stop(0.0)
             raise
-        self._server, self._core, self._servicer, self._port = server, core, servicer, port
+        port = running[self._server_kind].port
+        assert port is not None
+        self._running, self._core, self._port = running, core, port
+        local = self.local_stream_address
         _log.info(
             "inference server (%s) listening on port %d%s",
             self._server_kind,
             port,
-            f" and {self._local.address}" if self._local is not None else "",
+            f" and {local}" if local else "",
         )
         return port
 
@@ -419,7 +377,7 @@ class InferenceServer:
             raise OSError(f"cannot listen on {address} (address in use or invalid)")
         return port
 
-    def _start_threads(self, core: SessionCore) -> tuple[grpc.Server, _Servicer, int]:
+    def _start_threads(self, core: SessionCore) -> _ThreadsCarrier:
         servicer = _Servicer(core)
         server = grpc.server(
             concurrent.futures.ThreadPoolExecutor(
@@ -430,11 +388,19 @@ class InferenceServer:
         server.add_generic_rpc_handlers((learner_service(servicer),))
         port = self._bind(server)
         server.start()
-        return server, servicer, port
+        return _ThreadsCarrier(server, servicer, port)
 
-    async def _start_aio(
-        self, core: SessionCore
-    ) -> tuple[grpc.aio.Server, AioServicer, int, list[grpc.aio.Server]]:
+    def _start_aio(self, core: SessionCore) -> _AioCarrier:
+        """The grpc.aio servers on an event loop thread of their own."""
+        aio = AioLoop()
+        try:
+            servers, servicer, port = aio.run(self._start_aio_servers(core))
+        except BaseException:
+            aio.close()
+            raise
+        return _AioCarrier(aio, servers, servicer, port)
+
+    async def _start_aio_servers(self, core: SessionCore) -> tuple[list[grpc.aio.Server], AioServicer, int]:
         """The grpc.aio servers: the first binds the address (a free port for port 0), the others the same port,
         all serving one servicer on this loop."""
         servicer = AioServicer(core)
@@ -460,7 +426,7 @@ class InferenceServer:
             for server in servers:
                 await server.stop(None)
             raise
-        return servers[0], servicer, port, servers[1:]
+        return servers, servicer, port
 
     @property
     def server_kind(self) -> str:
@@ -469,7 +435,7 @@ class InferenceServer:
     @property
     def local_stream_address(self) -> str:
         """The same-host stream's address offered in the handshake ("" when none is served)."""
-        return self._local.address if self._local is not None else ""
+        return self._core.local_stream_address if self._running and self._core is not None else ""
 
     def stop(self, grace: float | None = None, finished: bool = False) -> None:
         """Stops serving. Calls waiting for actions, and every later call, fail with UNAVAILABLE ("learner is
@@ -482,8 +448,8 @@ class InferenceServer:
             actors exit, and the server keeps refusing for ``FINISHED_NOTICE_S`` first, so that the actors
             stepping their envs right now hear it with their next message instead of finding no learner.
         """
-        server, core = self._server, self._core
-        if server is None or core is None:
+        running, core = self._running, self._core
+        if not running or core is None:
             return
         core.stop(finished=finished)
         core.batcher.stop(timeout=0.1)
@@ -494,20 +460,8 @@ class InferenceServer:
         if finished:
             time.sleep(FINISHED_NOTICE_S)
         grace = _DEFAULT_GRACE_S if grace is None else grace
-        if self._aio is not None:
-            servers = [server, *self._more_servers]
-            self._more_servers = []
-            try:
-                self._aio.run(_stop_all(servers, grace), timeout=grace + 5.0)  # type: ignore[arg-type]
-            finally:
-                self._aio.close()
-                self._aio = None
-        else:
-            server.stop(grace).wait()  # type: ignore[union-attr]
-        if self._local is not None:
-            self._local.stop()
-            self._local = None
-        self._server = None
+        for name in reversed(list(running)):  # the gRPC server kind first, as it was started last
+            running.pop(name).stop(grace)
 
     def stats(self) -> dict[str, float]:
         """Batcher counters (see DynamicBatcher.stats; window counters reset) plus server totals."""
@@ -524,18 +478,94 @@ class InferenceServer:
         out["refused_messages_total"] = core.counters["refused_messages"]
         out["refused_rows_total"] = core.counters["refused_rows"]
         out["refused_rows_streams_closed_total"] = core.counters["refused_rows_streams"]
-        out["active_streams"] = (self._servicer.active_streams if self._servicer else 0) + (
-            self._local.active_streams if self._local is not None else 0
-        )
+        out["active_streams"] = sum(carrier.active_streams for carrier in self._running.values())
         return out
 
     def __enter__(self) -> Self:
-        if self._server is None:
+        if not self._running:
             self.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class RunningCarrier(Protocol):
+    """A carrier that the server started (what ``Carrier.start`` returns)."""
+
+    @property
+    def port(self) -> int | None:
+        """The TCP port it listens on; None for one that listens elsewhere (the same-host socket)."""
+
+    @property
+    def active_streams(self) -> int:
+        """Its live streams (``InferenceServer.stats``)."""
+
+    def stop(self, grace: float) -> None:
+        """Stops serving; its calls in flight get ``grace`` seconds to finish."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Carrier:
+    """How the learner serves the actors' ``Stream`` over one carrier: an entry of :data:`CARRIERS`."""
+
+    start: Callable[[InferenceServer, SessionCore], RunningCarrier]
+    """Starts serving the session core with the server's settings (``InferenceServer.start`` calls it)."""
+    reached_as: str
+    """``LearnerClient.carrier`` of an actor that streams over it ("grpc", "local")."""
+    serves_handshake: bool
+    """True: a gRPC server kind (``server_kind`` picks one), which serves the handshake too. False: a stream beside
+    it that the handshake offers, started with ``local_stream`` where ``supported()``."""
+    supported: Callable[[], bool] = lambda: True
+
+
+class _ThreadsCarrier:
+    def __init__(self, server: grpc.Server, servicer: _Servicer, port: int) -> None:
+        self._server, self._servicer, self.port = server, servicer, port
+
+    @property
+    def active_streams(self) -> int:
+        return self._servicer.active_streams
+
+    def stop(self, grace: float) -> None:
+        self._server.stop(grace).wait()
+
+
+class _AioCarrier:
+    def __init__(self, aio: AioLoop, servers: list[grpc.aio.Server], servicer: AioServicer, port: int) -> None:
+        self._aio, self._servers, self._servicer, self.port = aio, servers, servicer, port
+
+    @property
+    def active_streams(self) -> int:
+        return self._servicer.active_streams
+
+    def stop(self, grace: float) -> None:
+        try:
+            self._aio.run(_stop_all(self._servers, grace), timeout=grace + 5.0)
+        finally:
+            self._aio.close()
+
+
+def _start_local(server: InferenceServer, core: SessionCore) -> LocalStreamServer:
+    local = LocalStreamServer(core)
+    core.set_local_stream_address(local.address)  # offered in every later handshake
+    return local
+
+
+CARRIERS: dict[str, Carrier] = {
+    # gRPC server kinds: a worker thread and a reader thread per live stream, or grpc.aio (every stream a
+    # coroutine on one event loop thread; docs/transport.md, "Server concurrency").
+    "threads": Carrier(InferenceServer._start_threads, reached_as="grpc", serves_handshake=True),
+    "aio": Carrier(InferenceServer._start_aio, reached_as="grpc", serves_handshake=True),
+    # The same-host Unix socket (seed_rl/transport/local_server.py).
+    "local": Carrier(_start_local, reached_as="local", serves_handshake=False, supported=local_stream_supported),
+}
+"""The carriers of the actors' ``Stream``, by name: a new carrier is its module and one entry here (docs/
+architecture.md, "How to add a carrier"). tests/transport/test_contract.py runs its suite on every entry."""
+
+SERVER_KINDS = tuple(name for name, carrier in CARRIERS.items() if carrier.serves_handshake)
+"""How the gRPC server runs its streams: "threads" (a worker thread and a reader thread per live stream) or "aio"
+(grpc.aio: every stream a coroutine on one event loop thread)."""
 
 
 async def _stop_all(servers: list, grace: float) -> None:
@@ -627,29 +657,3 @@ def receive_window_bytes(observation_spec: ObservationSpec, env_batch_size: int)
     one round trip however far away the actor is, as with gRPC's own window tuning, without its probing."""
     wanted = 2 * codec.step_batch_bytes(observation_spec, env_batch_size)
     return int(min(MAX_MESSAGE_BYTES, max(RECEIVE_WINDOW_MIN_BYTES, wanted)))
-
-
-def tune_garbage_collector(threshold: int) -> bool:
-    """Sets up the learner process's cyclic garbage collector for serving; False (and nothing done) for 0.
-
-    Every message in flight holds a few dozen container objects (its protobuf, arrays, futures, the stream's
-    coroutine frames), and the generational collector scans the survivors again in every older-generation
-    collection, so its cost per message grows with the number of actors stepping at once (12% of the
-    learner's round trips at 1,000 actors, docs/transport.md, "Garbage collection"). This collects once, freezes
-    what is alive (``gc.freeze``: the model, the optimizer and the modules, built once and never garbage, leave
-    the scans) and runs a young-generation collection every ``threshold`` new container objects instead of
-    Python's 700, keeping the older generations' ratios. Reference counting still frees every object that is not
-    in a cycle at once; cycles wait at most one young collection longer. Process-wide: the CLI calls it in the
-    learner's process once the learner is built (``--gc_threshold``), again for each seed of ``--seeds``; a
-    library user may call it likewise.
-    """
-    if threshold < 0:
-        raise ValueError(f"gc threshold must be >= 0 (0: leave Python's collector as it is), got {threshold}")
-    if threshold == 0:
-        return False
-    gc.unfreeze()  # an earlier call's frozen objects (an earlier learner in this process) may be garbage by now
-    gc.collect()  # what is garbage now is collected, not frozen
-    gc.freeze()
-    _, older, oldest = gc.get_threshold()
-    gc.set_threshold(threshold, older, oldest)
-    return True

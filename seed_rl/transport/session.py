@@ -401,6 +401,11 @@ class SessionCore:
         """Offers the same-host stream at ``address`` in every later handshake."""
         self._handshake_template.local_stream_address = address
 
+    @property
+    def local_stream_address(self) -> str:
+        """The same-host stream's address that handshakes offer ("" when none)."""
+        return self._handshake_template.local_stream_address
+
     def add_inflight(self, n: int) -> None:
         """Adds ``n`` (negative: answered or withdrawn) to the queued, unanswered messages; wakes stop() at 0."""
         with self.inflight_cond:

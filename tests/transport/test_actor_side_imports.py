@@ -16,6 +16,7 @@ SERVER_MODULES = (
     "seed_rl.transport.server",
     "seed_rl.transport.batcher",
     "seed_rl.transport.session",
+    "seed_rl.transport.window",
     "seed_rl.transport.local_server",
 )
 FRAMEWORKS = ("tensorflow", "keras")
@@ -64,7 +65,7 @@ def test_package_names_load_their_module_on_first_access() -> None:
         "assert t.InferenceServer.__module__ == 'seed_rl.transport.server'\n"
         "assert t.DynamicBatcher.__module__ == 'seed_rl.transport.batcher'\n"
         "assert 'InferenceServer' in dir(t)\n"
-        "from seed_rl.transport import server, session, local_server\n"
+        "from seed_rl.transport import server, session, window, local_server\n"
     )
     assert set(SERVER_MODULES) <= loaded
     assert not {m for m in loaded if m.split(".")[0] in FRAMEWORKS}  # the learner's transport is framework-free too

@@ -37,7 +37,9 @@ from seed_rl.transport import (
     ProtocolMismatchError,
     TransportError,
 )
+from seed_rl.transport.client import ACTOR_CARRIERS
 from seed_rl.transport.errors import from_rpc_error, from_status, status_code_from_number
+from seed_rl.transport.server import CARRIERS, SERVER_KINDS
 from seed_rl.types import ArraySpec, EnvOutput, StepBatch
 from tests.certs import self_signed_cert
 
@@ -130,20 +132,22 @@ def wait_until(predicate, what: str, timeout: float = LIVENESS_S) -> None:
         time.sleep(0.005)
 
 
-@pytest.fixture(params=["local", "grpc", "aio"])
+@pytest.fixture(params=list(CARRIERS))
 def cluster(request):
     """Factory for servers and clients on 127.0.0.1:0, all stopped/closed at teardown.
 
-    Every test runs three times: its clients stream over the same-host Unix socket ("local"), over the gRPC
-    ``Stream`` of the thread-pool server ("grpc") and over the gRPC ``Stream`` of the grpc.aio server ("aio",
-    whose carrier is also "grpc"); the servers offer both carriers, as the learner does.
+    Every test runs once per registered carrier (``seed_rl.transport.server.CARRIERS``), so a new one is held to
+    the whole contract: the gRPC server kinds ("threads", "aio": their clients stream over gRPC, ``carrier`` is
+    "grpc") and the streams beside gRPC ("local", the same-host Unix socket, served beside the first kind). The
+    servers offer every carrier, as the learner does.
     """
     servers: list[InferenceServer] = []
     clients: list[LearnerClient] = []
+    entry = CARRIERS[request.param]
 
     class Cluster:
-        carrier = "grpc" if request.param == "aio" else request.param
-        server_kind = "aio" if request.param == "aio" else "threads"
+        carrier = entry.reached_as  # what the clients' `carrier` says
+        server_kind = request.param if entry.serves_handshake else SERVER_KINDS[0]
 
         def server(self, handler=None, **overrides) -> InferenceServer:
             kwargs = {
@@ -180,6 +184,13 @@ def cluster(request):
         client.close()
     for server in servers:
         server.stop()
+
+
+def test_every_carrier_has_an_actor_end():
+    """Each learner-side carrier is reached through an actor-side entry, and every gRPC server kind is one."""
+    assert {entry.reached_as for entry in CARRIERS.values()} <= set(ACTOR_CARRIERS)
+    assert SERVER_KINDS == ("threads", "aio")
+    assert all(CARRIERS[kind].reached_as == "grpc" for kind in SERVER_KINDS)
 
 
 def raw_stream(server_or_port, metadata, messages, carrier: str = "grpc") -> TransportError:

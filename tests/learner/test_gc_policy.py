@@ -1,4 +1,4 @@
-"""The learner process's garbage collector setup (``tune_garbage_collector``, ``--gc_threshold``).
+"""The learner process's garbage collector policy (seed_rl/learner/gc_policy.py, ``--gc_threshold``).
 
 The collector is process-wide, so its behaviour is checked in a fresh interpreter, never in the test process.
 """
@@ -23,7 +23,7 @@ def _run(code: str) -> dict:
 def test_threshold_freeze_and_cycles():
     out = _run("""
         import gc, json, weakref
-        from seed_rl.transport.server import tune_garbage_collector
+        from seed_rl.learner.gc_policy import tune_garbage_collector
 
         class Node:
             pass
@@ -63,7 +63,7 @@ def test_config_default_and_refusal():
     assert RunConfig().gc_threshold == 50_000
     with pytest.raises(ValueError, match="gc_threshold must be >= 0"):
         RunConfig(gc_threshold=-1)
-    from seed_rl.transport.server import tune_garbage_collector
+    from seed_rl.learner.gc_policy import tune_garbage_collector
 
     with pytest.raises(ValueError, match="gc threshold must be >= 0"):
         tune_garbage_collector(-5)
@@ -71,7 +71,7 @@ def test_config_default_and_refusal():
 
 def test_train_command_tunes_the_collector_once_the_learner_is_built(monkeypatch):
     import seed_rl.launch.local as local
-    import seed_rl.transport.server as server
+    import seed_rl.learner.gc_policy as gc_policy
 
     calls = []
 
@@ -83,6 +83,6 @@ def test_train_command_tunes_the_collector_once_the_learner_is_built(monkeypatch
             calls.append(("run",))
 
     monkeypatch.setattr(local, "LocalRun", FakeRun)
-    monkeypatch.setattr(server, "tune_garbage_collector", lambda threshold: calls.append(("gc", threshold)))
+    monkeypatch.setattr(gc_policy, "tune_garbage_collector", lambda threshold: calls.append(("gc", threshold)))
     assert cli.main(["seed-rl", "train", "--env=classic", "--gc_threshold=1234"]) == 0
     assert calls == [("built", 1234), ("gc", 1234), ("run",)]
