@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import keras
 import tensorflow as tf
 
+from seed_rl.agents.optimizer import make_optimizer
 from seed_rl.agents.policy_gradient import loss as loss_lib
 from seed_rl.agents.policy_gradient.config import OnPolicyConfig
 from seed_rl.networks import build_actor_critic, checkpoint_variables
@@ -173,12 +173,7 @@ class OnPolicyAgent:
         return items
 
     def make_optimizer(self, total_updates: int):
-        c = self.config
-        lr: Any = c.learning_rate
-        if c.lr_schedule == "linear":
-            lr = keras.optimizers.schedules.PolynomialDecay(c.learning_rate, decay_steps=max(int(total_updates), 1),
-                                                            end_learning_rate=0.0)
-        return keras.optimizers.Adam(learning_rate=lr, epsilon=c.adam_epsilon, global_clipnorm=c.clip_norm or None)
+        return make_optimizer(self.config, total_updates)
 
     def agent_output_spec(self, batch_size=None):
         return AgentOutput(

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import keras
 import numpy as np
 import tensorflow as tf
 
+from seed_rl.agents.optimizer import make_optimizer
 from seed_rl.agents.r2d2.config import R2D2Config
 from seed_rl.agents.r2d2.loss import compute_loss, sequence_td_errors
 from seed_rl.networks import ImpalaShallowTorso, MLPTorso, checkpoint_variables
@@ -135,10 +135,8 @@ class R2D2Agent:
                 "target_network": checkpoint_variables(self.target_network)}
 
     def make_optimizer(self, total_updates: int):
-        del total_updates  # constant learning rate (main file)
-        c = self.config
-        return keras.optimizers.Adam(learning_rate=c.learning_rate, epsilon=c.adam_epsilon,
-                                     global_clipnorm=c.clip_norm or None)
+        # a constant learning rate (main file): the config has no lr_schedule
+        return make_optimizer(self.config, total_updates)
 
     def agent_output_spec(self, batch_size=None):
         return AgentOutput(action=tf.TensorSpec([batch_size], tf.int32),

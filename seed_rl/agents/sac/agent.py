@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import keras
 import tensorflow as tf
 
+from seed_rl.agents.optimizer import make_optimizer
 from seed_rl.agents.sac.config import SACConfig
 from seed_rl.agents.sac.loss import compute_loss
 from seed_rl.networks import checkpoint_variables
@@ -119,10 +119,8 @@ class SACAgent:
                 "entropy_cost": self.entropy_cost}
 
     def make_optimizer(self, total_updates: int):
-        del total_updates  # a constant learning rate, as the original's main file
-        c = self.config
-        return keras.optimizers.Adam(learning_rate=c.learning_rate, epsilon=c.adam_epsilon,
-                                     global_clipnorm=c.clip_norm or None)
+        # a constant learning rate, as the original's main file: the config has no lr_schedule
+        return make_optimizer(self.config, total_updates)
 
     def agent_output_spec(self, batch_size=None):
         a = int(self.action_spec.shape[0])

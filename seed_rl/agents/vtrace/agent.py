@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import keras
 import tensorflow as tf
 
+from seed_rl.agents.optimizer import make_optimizer
 from seed_rl.agents.vtrace.config import VTraceConfig
 from seed_rl.agents.vtrace.loss import compute_loss
 from seed_rl.networks import ActorCriticNetwork, build_actor_critic, checkpoint_variables, orthogonal_init
@@ -92,20 +92,7 @@ class VTraceAgent:
         return {"network": checkpoint_variables(self.network), "entropy_cost": self.entropy_cost}
 
     def make_optimizer(self, total_updates: int):
-        c = self.config
-        if c.lr_schedule == "linear":
-            lr = keras.optimizers.schedules.PolynomialDecay(
-                c.learning_rate, decay_steps=max(int(total_updates), 1), end_learning_rate=0.0)
-        else:
-            lr = c.learning_rate
-        if c.optimizer == "rmsprop":
-            opt = keras.optimizers.RMSprop(learning_rate=lr, rho=c.rms_decay, momentum=c.rms_momentum,
-                                           epsilon=c.rms_epsilon)
-        else:
-            opt = keras.optimizers.Adam(learning_rate=lr, beta_1=c.adam_beta1, epsilon=c.adam_epsilon)
-        if c.clip_norm:
-            opt.global_clipnorm = c.clip_norm
-        return opt
+        return make_optimizer(self.config, total_updates)
 
     def agent_output_spec(self, batch_size=None):
         return AgentOutput(
