@@ -116,6 +116,8 @@ def main(argv: Sequence[str]) -> int:
         print(USAGE)
         return 0 if len(argv) >= 2 else 2
     command, rest = argv[1], argv[2:]
+    # TensorFlow's C++ INFO lines (CPU features, oneDNN) say nothing a user acts on; its warnings and errors stay.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     if command == "cluster":
         return _run_cluster(argv[0], rest)
     if command not in ("train", "learner", "actor", "eval"):
@@ -143,6 +145,13 @@ def main(argv: Sequence[str]) -> int:
         return 2
     if not config.run.logdir:
         config = replace(config, run=replace(config.run, logdir=_default_logdir(config)))
+    try:  # a run directory that cannot be one: one line before TensorFlow loads (the learner checks it again)
+        from seed_rl.learner.resume import check_run_directory
+
+        check_run_directory(config.run.logdir)
+    except ValueError as e:
+        print(f"seed-rl {command}: {e}", file=sys.stderr)
+        return 2
     if not config.run.auth_token and os.environ.get(AUTH_TOKEN_ENV):
         config = replace(config, run=replace(config.run, auth_token=os.environ[AUTH_TOKEN_ENV]))
     try:  # unreadable TLS files: say so before building anything
@@ -222,6 +231,7 @@ def _run_seeds(fv: flags.FlagValues, config: Config) -> int:
         return 2
     from seed_rl.launch.local import LocalRun, on_free_loopback_port
     from seed_rl.learner.gc_policy import tune_garbage_collector
+    from seed_rl.learner.resume import RunFinishedError
     from seed_rl.learner.summaries import write_seed_curves
     from seed_rl.learner.training import SkippedUpdatesError
 
@@ -236,6 +246,10 @@ def _run_seeds(fv: flags.FlagValues, config: Config) -> int:
         print(f"seed-rl train: seed {seed} ({len(run_dirs) + 1} of {len(seeds)}) in {run_dir}", flush=True)
         try:
             local = LocalRun(seeded, actor_mode=_flag(fv, "actor_mode"))
+        except RunFinishedError as e:  # an earlier command trained this seed to the end: on to the next
+            print(f"seed-rl train: seed {seed}: {str(e).split('. ')[0]}", flush=True)
+            run_dirs[f"seed {seed}"] = run_dir
+            continue
         except (MemoryError, ValueError) as e:
             print(f"seed-rl train: {e}", file=sys.stderr)
             return 2

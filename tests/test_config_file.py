@@ -54,7 +54,7 @@ def test_yaml_files_work_too(tmp_path):
     ("{not json", "is not valid JSON"),
     ('["a list"]', "must hold a mapping"),
     ('{"agents": {}}', "unknown key(s) ['agents']"),
-    ('{"run": {"batch_sise": 3}}', "unknown run field(s) ['batch_sise']"),
+    ('{"run": {"batch_sise": 3}}', "unknown run key(s): batch_sise (did you mean batch_size"),
     ('{"agent": {"burn_in": 3}}', "['burn_in'] do not apply to the vtrace agent"),
     ('{"agent_name": "r2d2", "preset": "classic_vtrace"}', "names agent 'r2d2' but preset classic_vtrace"),
 ])

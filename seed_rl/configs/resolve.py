@@ -189,9 +189,7 @@ def resolve_config(fv: flags.FlagValues, fields: Sequence[Field]) -> Config:
         for key, value in given.items():
             if isinstance(value, list):
                 given[key] = tuple(value)
-    unknown_run = set(changes["run"]) - {f.name for f in dataclasses.fields(RunConfig)}
-    if unknown_run:
-        raise ValueError(f"--config: unknown run field(s) {sorted(unknown_run)}")
+    _check_file_keys(str(fv["config"].value), changes)
     for name, section, f, typ in fields:
         if fv[name].present:
             changes[section][f.name] = _convert(fv[name].value, typ)
@@ -203,13 +201,39 @@ def resolve_config(fv: flags.FlagValues, fields: Sequence[Field]) -> Config:
     known = {f.name for f in dataclasses.fields(agent_cfg)}
     unknown = set(changes["agent"]) - known
     if unknown:
-        raise ValueError(f"flag(s) or --config field(s) {sorted(unknown)} do not apply to the {agent} agent")
+        raise ValueError(f"flag(s) or --config field(s) {sorted(unknown)} do not apply to the {agent} agent (they "
+                         f"are fields of {_owners(unknown)})")
     env = _resolve_env(config.env, changes["env"], changes["options"])
     return Config(env=env, run=replace(config.run, **changes["run"]),
                   agent_name=config.agent_name, agent=replace(agent_cfg, **changes["agent"]))
 
 
 _FILE_IGNORED_RUN_FIELDS = ("logdir", "server_address", "auth_token")
+
+
+def _owners(names: set) -> str:
+    """Which agents have the fields ``names``, for an error message."""
+    owners = {n: [a for a in agents_lib.agent_names()
+                  if n in {f.name for f in dataclasses.fields(agents_lib.config_class(a))}] for n in sorted(names)}
+    return "; ".join(f"{n}: {', '.join(a)}" for n, a in owners.items())
+
+
+def _check_file_keys(path: str, changes: Dict[str, Dict[str, Any]]) -> None:
+    """A key of a --config file that is no field of its section anywhere (a typo) is named as such, with the
+    section's fields it may have meant; before the flags apply (whose names absl checks)."""
+    import difflib
+
+    every_agent_field = {f.name for a in agents_lib.agent_names() for f in dataclasses.fields(agents_lib.config_class(a))}
+    every_option = {n for family in envs_lib.family_names() for n in option_names(envs_lib.get_family(family))}
+    known = {"run": {f.name for f in dataclasses.fields(RunConfig)}, "agent": every_agent_field,
+             "env": {f.name for f in dataclasses.fields(EnvConfig)} - {"options"}, "options": every_option}
+    for section, fields in known.items():
+        unknown = sorted(set(changes[section]) - fields)
+        if unknown:
+            where = "env.options" if section == "options" else section
+            hints = [f"{n} (did you mean {', '.join(close)}?)" if (close := difflib.get_close_matches(n, fields, 2))
+                     else n for n in unknown]
+            raise ValueError(f"--config: {path} has unknown {where} key(s): {'; '.join(hints)}")
 
 
 def learner_config(args: Sequence[str]) -> Config:

@@ -41,7 +41,7 @@ from seed_rl.learner.tracking import WandbTracker
 from seed_rl.learner.training import SkippedUpdatesError, SkipTracker, Trainer
 from seed_rl.transport import tls as tls_lib
 from seed_rl.transport.batcher import PartialAnswer
-from seed_rl.transport.server import InferenceServer
+from seed_rl.transport.server import InferenceServer, refuse_busy_port
 from seed_rl.types import Agent, StepBatch
 
 if TYPE_CHECKING:
@@ -106,10 +106,15 @@ class Learner:
         self._build_data_path()
         self.server = self._build_server(ActorConfig.of(config).to_json())
 
+        try:  # a port another process listens on: one line, before the run directory is written
+            refuse_busy_port(run.server_address)
+        except OSError as e:
+            raise ValueError(str(e)) from None
         os.makedirs(run.logdir, exist_ok=True)
         with open(os.path.join(run.logdir, resume_lib.CONFIG_FILE), "w") as f:
             f.write(public_json)
         resume_lib.record_changes(run.logdir, changes)
+        resume_lib.clear_finished(run.logdir)  # resuming it with a larger budget or target: it trains on
         self._init_state(status_stream)
 
     @staticmethod
@@ -360,6 +365,7 @@ class Learner:
         step_rate = summaries_lib.RateMeter(float(self.policy_version.numpy()))
         last_summary = time.monotonic()
         finished = False  # the budget is spent or the target reached (not stopped, not failed)
+        reason = "budget"
         try:
             while not self._done.wait(timeout=min(1.0, run.summary_period_secs)):
                 if self._stop.is_set() or (stop_event is not None and stop_event.is_set()):
@@ -369,7 +375,7 @@ class Learner:
                     kind = "evaluation episodes" if self._report_eval else "episodes"
                     print(f"seed_rl learner: target return {run.target_return} reached (mean of 20 consecutive "
                           f"{kind}: {self.episode_log.peak_window_return(self._report_eval):.1f})", flush=True)
-                    finished = True
+                    finished, reason = True, "target"
                     break
                 if time.monotonic() - last_summary >= run.summary_period_secs:
                     last_summary = time.monotonic()
@@ -380,6 +386,9 @@ class Learner:
         finally:
             self.finished = finished
             self._shutdown(finished=finished)
+            if finished:  # a rerun of the same command says so instead of starting again
+                resume_lib.record_finished(run.logdir, self.env_frames, reason, run.total_environment_frames,
+                                           run.target_return)
         if isinstance(self._train_error, SkippedUpdatesError):
             raise self._train_error  # its one line is the whole story (the CLI prints it alone)
         if self._train_error is not None:

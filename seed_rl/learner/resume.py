@@ -12,15 +12,20 @@ from __future__ import annotations
 import json
 import logging
 import os
+import tempfile
 import time
 from typing import Any, List, NamedTuple
 
-__all__ = ["CHANGES_FILE", "ConfigChange", "ResumeError", "config_changes", "record_changes", "resume_changes"]
+__all__ = ["CHANGES_FILE", "FINISHED_FILE", "ConfigChange", "ResumeError", "RunFinishedError", "check_run_directory",
+           "check_not_finished", "clear_finished", "config_changes", "record_changes", "record_finished", "resume_changes"]
 
 log = logging.getLogger(__name__)
 
 CHANGES_FILE = "config_changes.txt"
 CONFIG_FILE = "config.json"
+FINISHED_FILE = "finished.json"
+"""Written when training finishes (budget spent or target reached): the frames and why; removed when a run that
+may train on (a larger budget) resumes."""
 _IGNORED = {"run.logdir", "run.server_address", "run.auth_token"}
 """Fields that say where and how this process serves, not what it trains (``seed-rl train`` picks a free port)."""
 _BLOCKING = ("agent_name", "env.family", "env.name")
@@ -28,6 +33,10 @@ _BLOCKING = ("agent_name", "env.family", "env.name")
 
 class ResumeError(ValueError):
     """The requested config cannot resume the run directory; nothing in it was written."""
+
+
+class RunFinishedError(ResumeError):
+    """The run directory holds a finished run and the requested config would not train it further."""
 
 
 class ConfigChange(NamedTuple):
@@ -62,12 +71,90 @@ def config_changes(old_json: str, new_json: str) -> List[ConfigChange]:
     return changes
 
 
+def check_run_directory(logdir: str) -> None:
+    """Raises ValueError (one line) when ``logdir`` cannot be a run directory: it is a file, or the nearest part of
+    it that exists is not a directory this process may write in. Creates nothing."""
+    if not logdir:
+        raise ValueError("no run directory: give --logdir")
+    path = os.path.abspath(logdir)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ValueError(f"--logdir={logdir} is a file, not a directory: give a directory (it is created if needed)")
+    existing = path
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise ValueError(f"--logdir={logdir}: {existing} is a file, so the run directory cannot be created there")
+    what = "write in the run directory" if existing == path else f"create the run directory in {existing}"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"--logdir={logdir}: no permission to {what}; give a directory you can write")
+    try:  # os.access trusts the mode bits; a read-only or special file system (/proc, a full disk) says no here
+        os.rmdir(tempfile.mkdtemp(prefix=".seed_rl-probe-", dir=existing))
+    except OSError as e:
+        raise ValueError(f"--logdir={logdir}: cannot {what}: {e.strerror or e}; give a directory you can "
+                         "write") from None
+
+
+def _finished_record(logdir: str) -> dict | None:
+    try:
+        with open(os.path.join(logdir, FINISHED_FILE)) as f:
+            record = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def check_not_finished(logdir: str, new_json: str) -> None:
+    """Raises RunFinishedError when the run directory's training is finished and ``new_json`` would not train it
+    further: the frame budget is spent and not raised, or the target return was reached and is not raised."""
+    record = _finished_record(logdir)
+    if record is None:
+        return
+    run = json.loads(new_json).get("run", {})
+    frames = int(record.get("env_frames", 0))
+    budget = int(run.get("total_environment_frames", 0))
+    target = float(run.get("target_return", 0.0))
+    if record.get("reason") == "target":
+        reached = float(record.get("target_return", 0.0))
+        if target and target <= reached:
+            raise RunFinishedError(
+                f"the run in {logdir} is finished: it reached its target return {reached:g} at {frames:,} env frames. "
+                f"To train on, give a higher --target_return (or 0: none) and a --total_environment_frames above "
+                f"{frames:,}; for a new run, a new --logdir. Evaluate it with: seed-rl eval --logdir={logdir}")
+    if budget <= frames:
+        raise RunFinishedError(
+            f"the run in {logdir} is finished: its budget of {int(record.get('total_environment_frames', frames)):,} "
+            f"env frames is spent ({frames:,}). To train on, give a larger --total_environment_frames (e.g. "
+            f"{2 * max(frames, 1):,}); for a new run, a new --logdir. Evaluate it with: seed-rl eval --logdir={logdir}")
+
+
+def record_finished(logdir: str, env_frames: int, reason: str, total_environment_frames: int,
+                    target_return: float) -> None:
+    """Records that training in ``logdir`` is finished; ``reason`` is "budget" or "target"."""
+    tmp = os.path.join(logdir, FINISHED_FILE + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump({"env_frames": int(env_frames), "reason": reason, "total_environment_frames":
+                   int(total_environment_frames), "target_return": float(target_return),
+                   "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, f)
+    os.replace(tmp, os.path.join(logdir, FINISHED_FILE))
+
+
+def clear_finished(logdir: str) -> None:
+    """A resumed run that trains on is no longer finished."""
+    try:
+        os.remove(os.path.join(logdir, FINISHED_FILE))
+    except FileNotFoundError:
+        pass
+
+
 def resume_changes(logdir: str, new_json: str) -> List[ConfigChange]:
     """The changes from the run directory's config.json to ``new_json`` ([] for a new run directory).
 
     Raises:
+      ValueError: ``logdir`` cannot be a run directory (a file, no permission).
       ResumeError: the agent or the env changed (names the fields; suggests a new --logdir).
+      RunFinishedError: the run is finished and ``new_json`` would not train it further.
     """
+    check_run_directory(logdir)
     path = os.path.join(logdir, CONFIG_FILE)
     if not os.path.isfile(path):
         return []
@@ -83,6 +170,7 @@ def resume_changes(logdir: str, new_json: str) -> List[ConfigChange]:
         raise ResumeError(
             f"cannot resume {logdir}: {'; '.join(map(str, blocking))}. A run directory holds one agent on one "
             "env: train in a new --logdir (nothing in this one was changed)")
+    check_not_finished(logdir, new_json)
     return changes
 
 
