@@ -3,8 +3,9 @@
 The thread-pool servicer (seed_rl/transport/server.py) holds a worker thread and a reader thread per live stream,
 so a learner with N actors runs about 2N threads. This servicer runs every handshake and stream as a coroutine on
 one asyncio loop (its own thread, :class:`AioLoop`), so the learner's thread count does not grow with the number
-of actors. Both servicers keep the same contract through the same :class:`~seed_rl.transport.session.SessionCore`:
-validation, the per-session stream rules, the idle timeout, read-ahead, answers in arrival order, statuses.
+of actors. Both servicers keep the same contract through the same :class:`~seed_rl.transport.session.SessionCore`
+(validation, the per-session stream rules, the idle timeout, statuses) and the same
+:class:`~seed_rl.transport.window.StreamWindow` (read-ahead, answers in arrival order, withdrawal on close).
 :class:`~seed_rl.transport.server.InferenceServer` picks one with ``server_kind`` (docs/transport.md, "Server
 concurrency" has the measurements).
 

@@ -2,16 +2,16 @@
 
 :class:`LocalStreamServer` listens on a fresh Linux abstract socket (its address is offered in every handshake, see
 seed_rl/transport/local.py for the framing and the actor's end) and serves each connection with the server's
-:class:`~seed_rl.transport.session.SessionCore`: the same session and token checks, validation, batcher and
-counters as the gRPC ``Stream``. Answers go back in send order with up to
-:data:`~seed_rl.transport.session.MAX_READ_AHEAD` messages in flight; a refusal is sent as a ``StreamStatus``
-reply after the earlier messages' actions, and then the connection is closed. The session core's rules on live
-streams hold here too (``SessionCore.attach_stream``): a newer stream of the session, on either carrier, ends
-this one (its unanswered messages are withdrawn and the status goes out at once), and so does the idle timeout,
-which also bounds the wait for the opening frame.
+:class:`~seed_rl.transport.session.SessionCore`: the same session and token checks, validation, batcher and counters
+as the gRPC ``Stream``, and the same read-ahead (:class:`~seed_rl.transport.window.StreamWindow`). Answers go back
+in send order with up to :data:`~seed_rl.transport.session.MAX_READ_AHEAD` messages in flight; a refusal is sent as
+a ``StreamStatus`` reply after the earlier messages' actions, and then the connection is closed. The session core's
+rules on live streams hold here too (``SessionCore.attach_stream``): a newer stream of the session, on either
+carrier, ends this one (its unanswered messages are withdrawn and the status goes out at once), and so does the idle
+timeout, which also bounds the wait for the opening frame.
 
-Learner side only (seed_rl/transport/server.py starts it); an actor never imports this module. Imports no
-TensorFlow.
+Learner side only (seed_rl/transport/server.py starts it, its ``CARRIERS`` entry "local"); an actor never imports
+this module. Imports no TensorFlow.
 """
 
 from __future__ import annotations

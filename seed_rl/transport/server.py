@@ -14,8 +14,11 @@
   handshakes and other actors need (``SessionCore.attach_stream``).
 
 Actors on the learner's host may send their ``Stream`` messages over a Unix socket instead
-(seed_rl/transport/local_server.py, offered in the handshake). Both carriers go through the same
-:class:`~seed_rl.transport.session.SessionCore` (seed_rl/transport/session.py): sessions, validation, batching.
+(seed_rl/transport/local_server.py, offered in the handshake). The server starts its carriers from
+:data:`CARRIERS` (the gRPC server kind it runs, "threads" here or "aio" in seed_rl/transport/aio_server.py, and
+the same-host socket); every carrier goes through the same :class:`~seed_rl.transport.session.SessionCore`
+(seed_rl/transport/session.py: sessions, validation, batching) and keeps each stream's read-ahead in a
+:class:`~seed_rl.transport.window.StreamWindow` (seed_rl/transport/window.py).
 
 Every error is a gRPC status whose details say what to do, plus a short reason in the trailing metadata key
 ``seed-rl-reason``; the table is in docs/transport.md. Imports no TensorFlow.
@@ -560,8 +563,8 @@ CARRIERS: dict[str, Carrier] = {
     # The same-host Unix socket (seed_rl/transport/local_server.py).
     "local": Carrier(_start_local, reached_as="local", serves_handshake=False, supported=local_stream_supported),
 }
-"""The carriers of the actors' ``Stream``, by name: a new carrier is its module and one entry here (docs/
-architecture.md, "How to add a carrier"). tests/transport/test_contract.py runs its suite on every entry."""
+"""The carriers of the actors' ``Stream``, by name: a new carrier is its module and one entry here
+(docs/architecture.md, "How to add a carrier"). tests/transport/test_contract.py runs its suite on every entry."""
 
 SERVER_KINDS = tuple(name for name, carrier in CARRIERS.items() if carrier.serves_handshake)
 """How the gRPC server runs its streams: "threads" (a worker thread and a reader thread per live stream) or "aio"
