@@ -1,5 +1,5 @@
 """Every run-time mistake a user can make with `seed-rl train` is one line on stderr and exit code 2, before the
-run directory is written (README, "Command line")."""
+run directory is written (docs/usage.md, "Command line")."""
 
 import json
 import os

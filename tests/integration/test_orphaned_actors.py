@@ -1,9 +1,10 @@
-"""The actor processes of a launcher killed with SIGKILL are gone within the README's bound (issue 10).
+"""The actor processes of a launcher killed with SIGKILL are gone within the bound docs/usage.md states (issue 10).
 
 ``seed-rl train`` runs the learner in the launcher's process, so a SIGKILL takes the learner down too: each
 actor's stream breaks, and the actor used to wait in a handshake for a learner that never came back until
-``stop_with_parent``'s 10 s grace ran out. The README promises that orphaned actors notice within a second and
-exit; the bound here allows for a loaded CI machine. The first test checks the mechanism in this process.
+``stop_with_parent``'s 10 s grace ran out. docs/usage.md ("The run directory, stopping and resuming") promises
+that orphaned actors notice within a second and exit; the bound here allows for a loaded CI machine. The first
+test checks the mechanism in this process.
 """
 
 from __future__ import annotations

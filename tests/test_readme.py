@@ -1,0 +1,110 @@
+"""The README stays short and its links hold (issue 33, item 4): at most 12,000 characters, a table of contents
+whose links reach its headings, the two commands verbatim (CI runs the second), a quick start before them, and
+every relative link of README.md and docs/*.md points to a file that exists. The Pong figures of the quick start
+are compared with the committed results they quote."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+
+TWO_COMMANDS = (
+    "./run_local.sh      # sets up .venv if needed, trains V-trace on CartPole-v1 with 2 actors until it is good\n"
+    "./run_tests.sh      # sets up .venv if needed, runs the default test suite (CI runs exactly this)\n"
+)
+
+_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+_FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+
+
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def _prose(text: str) -> str:
+    """The text outside fenced code blocks (a code block's brackets are not links)."""
+    return _FENCE.sub("", text)
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation other than '-' and '_' dropped, spaces to '-'."""
+    text = heading.strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def _headings(text: str) -> list:
+    return [m.group(2) for m in re.finditer(r"^(#{1,6}) (.+?)\s*$", _prose(text), re.M)]
+
+
+def _section(text: str, heading: str) -> str:
+    m = re.search(rf"^## {re.escape(heading)}\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    assert m, f"README has no '## {heading}' section"
+    return m.group(1)
+
+
+def test_readme_is_at_most_12000_characters():
+    size = len(README.read_bytes())  # what `wc -c README.md` counts
+    assert size <= 12_000, f"README.md is {size} bytes; move detail to docs/ (limit 12,000)"
+
+
+def test_table_of_contents_links_reach_headings_and_list_every_section():
+    text = _text(README)
+    toc = _section(text, "Contents")
+    targets = _LINK.findall(toc)
+    assert targets, "the Contents section has no links"
+    anchors = {_slug(h) for h in _headings(text)}
+    for target in targets:
+        assert target.startswith("#"), f"a Contents link leaves the README: {target}"
+        assert target[1:] in anchors, f"Contents link {target} names no heading (anchors: {sorted(anchors)})"
+    sections = [h for h in re.findall(r"^## (.+?)\s*$", _prose(text), re.M) if h != "Contents"]
+    listed = {t[1:] for t in targets}
+    assert [h for h in sections if _slug(h) not in listed] == [], "sections missing from Contents"
+
+
+def test_the_two_commands_are_verbatim():
+    assert TWO_COMMANDS in _text(README)
+
+
+def test_quick_start_comes_first_with_its_three_tasks():
+    text = _text(README)
+    assert text.index("## Quick start") < text.index("## The two commands")
+    quick = _section(text, "Quick start")
+    for needed in ("./run_local.sh", "source .venv/bin/activate", "seed-rl train --preset=atari_vtrace_fast",
+                   "seed-rl eval --logdir=", "--checkpoint=best", "--greedy", "--video", "pip install -e '.[video]'"):
+        assert needed in quick, f"the quick start lacks {needed!r}"
+    assert "## What does not work" in text
+
+
+def test_quick_start_pong_figures_are_the_committed_results():
+    """The figures the quick start quotes are in the results it names (so a new Pong run forces an update)."""
+    quick = _section(_text(README), "Quick start")
+    results = _text(ROOT / "benchmarks" / "RESULTS.md")
+    pong = re.search(r"<!-- BEGIN atari_learning_Pong_vtrace -->(.*?)<!-- END", results, re.S)
+    assert pong, "benchmarks/RESULTS.md has no Pong V-trace section"
+    for figure in ("14,512,736", "1.99", "2,021", "-20.25", "16.25"):
+        assert figure in quick, f"the quick start no longer quotes {figure}"
+        assert figure in pong.group(1), f"{figure} is not in RESULTS.md's Pong section"
+    rows = _text(ROOT / "benchmarks" / "results" / "atari_Pong_vtrace.csv").splitlines()
+    first_10 = next(r for r in rows[1:] if float(r.split(",")[3]) >= 10)
+    frames, hours = first_10.split(",")[:2]
+    assert f"{int(frames):,}" in quick and f"{hours} training hours" in quick
+
+
+def _markdown_files():
+    return [README] + sorted((ROOT / "docs").glob("*.md"))
+
+
+@pytest.mark.parametrize("path", _markdown_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_relative_links_point_to_files_that_exist(path):
+    missing = []
+    for target in _LINK.findall(_prose(_text(path))):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+            continue  # a URL, or an anchor in the same file
+        file_part = target.split("#", 1)[0]
+        if not (path.parent / file_part).exists():
+            missing.append(target)
+    assert missing == [], f"{path.relative_to(ROOT)} links to files that do not exist: {missing}"
