@@ -22,7 +22,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 RESULTS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS.md")
 
 # Sections appear in this order in RESULTS.md, whichever script ran last.
-SECTION_ORDER = ("atari_vtrace_e2e", "transport_overhead", "actor_memory", "inference_latency")
+SECTION_ORDER = ("summary", "atari_vtrace_e2e", "transport_overhead", "actor_memory", "inference_latency")
 
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 from absl import flags
 
-from seed_rl.config import AUTH_TOKEN_ENV, Config, EnvConfig, replace
+from seed_rl.config import AUTH_TOKEN_ENV, RUN_SECTIONS, Config, EnvConfig, replace
 from seed_rl.configs import resolve
 from seed_rl.configs.resolve import resolve_config
 
@@ -74,30 +74,42 @@ def _default_logdir(config: Config) -> str:
     return os.path.join("runs", f"{config.env.family}_{name}_{config.agent_name}")
 
 
+_COMMAND_FLAGS = ("agent", "preset", "config", "game", "on_finish", "actor_mode", "seeds", "log_level")
+"""Flags of train/learner that choose what to run (no config field), listed first."""
+
+
 def _help(command: str, rest: Sequence[str] = ()) -> str:
     """The flags of ``command``. For train and learner, each flag shows the value the command would use: the
     preset's (``--preset``, or the default ``<env>_<agent>``), changed by the other flags given; a field several
-    agents share shows the chosen agent's help (its provenance)."""
+    agents share shows the chosen agent's help (its provenance). They are listed by section (run, env, agent,
+    transport, devices, tracking), and only those the chosen agent and env family use (``--helpfull``: all)."""
     fv, fields = _make_flags(command)
     lines = [f"usage: seed-rl {command} [--flag=value ...]", ""]
+    if command not in ("train", "learner"):
+        return "\n".join(lines + [f"  --{name}: {fv[name].help}" for name in sorted(fv)])
+    full = "--helpfull" in rest
     values: Dict[str, Any] = {}
     helps: Dict[str, str] = {}
-    if command in ("train", "learner"):
-        args = [a for a in rest if a not in ("-h", "--help", "--helpfull")]
-        try:
-            fv(["seed-rl", *args])
-            config = resolve_config(fv, fields)
-        except (flags.Error, ValueError) as e:
-            lines += [f"(the flags given do not resolve to a config: {e}; the values shown are the fields' "
-                      "defaults)", ""]
-        else:
-            preset = fv["preset"].value or f"{fv['env'].value if fv['env'].present else EnvConfig.family}_" \
-                f"{fv['agent'].value if fv['agent'].present else 'vtrace'}"
-            values = {name: resolve.config_value(config, section, f.name) for name, section, f, _ in fields}
-            helps = resolve.agent_help(config)
-            lines += [f"values: preset {preset} ({config.agent_name} on {config.env.family}:{config.env.name}) "
-                      "with the flags given; pass --preset, --env or --agent before --help to see another", ""]
-    for name in sorted(fv):
+    args = [a for a in rest if a not in ("-h", "--help", "--helpfull")]
+    try:
+        fv(["seed-rl", *args])
+        config = resolve_config(fv, fields)
+    except (flags.Error, ValueError) as e:
+        lines += [f"(the flags given do not resolve to a config: {e}; the values shown are the fields' defaults)", ""]
+    else:
+        preset = fv["preset"].value or f"{fv['env'].value if fv['env'].present else EnvConfig.family}_" \
+            f"{fv['agent'].value if fv['agent'].present else 'vtrace'}"
+        values = {name: resolve.config_value(config, section, f.name) for name, section, f, _ in fields}
+        helps = resolve.agent_help(config)
+        lines += [f"values: preset {preset} ({config.agent_name} on {config.env.family}:{config.env.name}) with the "
+                  "flags given; pass --preset, --env or --agent before --help to see another", ""]
+    run_section = {name: section for section, names in RUN_SECTIONS.items() for name in names}
+    sections: Dict[str, List[str]] = {s: [] for s in ("command", "run", "env", "agent", *RUN_SECTIONS)}
+    hidden = 0
+    for name, section, f, _ in fields:
+        if values.get(name, None) is resolve.MISSING and not full:
+            hidden += 1
+            continue
         text = fv[name].help
         if name in helps:  # the flag's help is the first registered agent's; show the chosen agent's
             at = text.rfind(" [agent; default ")
@@ -106,8 +118,15 @@ def _help(command: str, rest: Sequence[str] = ()) -> str:
             value = values[name]
             shown = "not used by this agent or env family" if value is resolve.MISSING else f"value {value!r}"
             text = re.sub(r"; default .*\]$", f"; {shown}]", text)
-        lines.append(f"  --{name}: {text}")
-    return "\n".join(lines)
+        group = run_section.get(f.name, "run") if section == "run" else "env" if section == "options" else section
+        sections[group].append(f"  --{name}: {text}")
+    sections["command"] = [f"  --{name}: {fv[name].help}" for name in _COMMAND_FLAGS if name in fv]
+    for section, rows in sections.items():
+        if rows:
+            lines += [f"{section}:", *sorted(rows), ""]
+    if hidden:
+        lines.append(f"({hidden} flags of other agents and env families not shown; --helpfull shows every flag)")
+    return "\n".join(lines).rstrip()
 
 
 def main(argv: Sequence[str]) -> int:
@@ -386,7 +405,8 @@ def _run_eval(fv: flags.FlagValues) -> int:
     from seed_rl.evaluate import Episode, evaluate
 
     mode = "greedy" if _flag(fv, "greedy") else "sampling"
-    print(f"seed-rl eval: {logdir}, checkpoint {checkpoint}, {num_episodes} episodes, {mode}", flush=True)
+    print(f"seed-rl eval: {logdir}, checkpoint {checkpoint}, {num_episodes} episode{'s' if num_episodes != 1 else ''}, "
+          f"{mode}", flush=True)
     if checkpoint == "best":
         from seed_rl.learner.checkpoints import read_best_record
 
@@ -409,7 +429,7 @@ def _run_eval(fv: flags.FlagValues) -> int:
         print(f"seed-rl eval: {e}", file=sys.stderr)
         return 2
     std = statistics.pstdev(returns) if len(returns) > 1 else 0.0
-    print(f"seed-rl eval: {len(returns)} episodes, mean return {statistics.fmean(returns):.2f}, std {std:.2f}, "
+    print(f"seed-rl eval: {len(returns)} episode{'s' if len(returns) != 1 else ''}, mean return {statistics.fmean(returns):.2f}, std {std:.2f}, "
           f"min {min(returns):.2f}, max {max(returns):.2f}")
     if video_dir is not None:
         print(f"seed-rl eval: videos in {video_dir}")

@@ -132,7 +132,14 @@ class RunConfig:
         1_000_000_000, "Stop after this many environment frames (agent steps x action repeats)."
     )
     target_return: float = field(
-        0.0, "Stop early once the mean return of the last 20 episodes reaches this; 0 disables."
+        0.0, "Stop early once the mean return of the last 20 training episodes, checked as they arrive, reaches "
+        "this; 0 disables."
+    )
+    final_eval_episodes: int = field(
+        10, "When `seed-rl train` finishes (budget spent or target reached), play this many greedy episodes with "
+        "the best and with the latest checkpoint and print them beside the training windows (also written to "
+        "<logdir>/final_eval.json): a training window averages sampled actions of several policy versions and can "
+        "sit above or below what the saved weights play. 0: skip."
     )
     save_checkpoint_secs: float = field(1800.0, "Checkpoint period in seconds (also at exit).")
     keep_checkpoints: int = field(
@@ -274,6 +281,8 @@ class RunConfig:
                              "and tls_key_file too")
         if self.num_actors < 1 or self.env_batch_size < 1:
             raise ValueError("num_actors and env_batch_size must be >= 1")
+        if self.final_eval_episodes < 0:
+            raise ValueError(f"final_eval_episodes must be >= 0 (0: none), got {self.final_eval_episodes}")
         if self.keep_checkpoints < 1:
             raise ValueError(f"keep_checkpoints must be >= 1, got {self.keep_checkpoints}")
         if self.wandb_mode not in ("", "online", "offline", "disabled"):
@@ -318,6 +327,22 @@ class RunConfig:
                 "with wait_for_full_batch, inference_batch_size must not exceed num_envs, or no "
                 "batch would ever fill"
             )
+
+
+RUN_SECTIONS: dict[str, tuple[str, ...]] = {
+    "run": ("num_actors", "env_batch_size", "actor_env_groups", "num_envs", "num_eval_envs", "inference_batch_size",
+            "max_batch_wait_ms", "wait_for_full_batch", "unroll_length", "batch_size", "unroll_queue_size",
+            "total_environment_frames", "target_return", "final_eval_episodes", "seed"),
+    "transport": ("server_address", "auth_token", "tls_cert_file", "tls_key_file", "tls_ca_file", "tls_server_name",
+                  "local_stream", "stream_idle_timeout_s", "max_abs_reward", "max_abs_observation",
+                  "max_refused_in_a_row", "grpc_server"),
+    "devices": ("strategy", "tpu", "virtual_cpu_devices", "inference_device", "jit_compile", "precision",
+                "tf_intra_op_threads", "fast_inference_call", "gc_threshold", "max_skipped_updates"),
+    "tracking": ("logdir", "save_checkpoint_secs", "keep_checkpoints", "summary_period_secs", "wandb_project",
+                 "wandb_entity", "wandb_mode"),
+}
+"""``RunConfig``'s fields by concern: the loop and budget, the transport and its security, the learner's devices
+and process, and what the run records. ``seed-rl train --help`` lists the flags in these sections."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import time
 from typing import Any, Callable, List, Optional, Union
 
 import numpy as np
@@ -98,6 +99,16 @@ def policy_step(agent: Agent, greedy: bool) -> Callable:
     return tf.function(step, reduce_retracing=True)
 
 
+def video_prefix(logdir: str, checkpoint: Union[str, int] = "latest") -> str:
+    """The file-name prefix of an evaluation's videos: which checkpoint played (its kind and number) and when, so
+    that evaluating another checkpoint, or the same one again, never overwrites earlier videos:
+    ``eval-best-ckpt-40-20261204-153000``."""
+    number = os.path.basename(checkpoint_path(logdir, checkpoint))
+    kind = checkpoint if checkpoint in ("latest", "best") else "ckpt"
+    label = number if kind == "ckpt" else f"{kind}-{number}"
+    return f"eval-{label}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
 def record_video(env, video_dir: str, num_action_repeats: int = 1, name_prefix: str = "eval"):
     """``env`` wrapped in gymnasium's ``RecordVideo``: every episode becomes ``<video_dir>/<prefix>-episode-K.mp4``
     (one frame per env step, plus the reset frame), rendered by the raw env (``rgb_array``) under every wrapper.
@@ -124,7 +135,7 @@ def record_video(env, video_dir: str, num_action_repeats: int = 1, name_prefix: 
 def evaluate(logdir: str, num_episodes: int = 10, greedy: bool = False, env_id: int = 10_000,
              seed: Optional[int] = None, checkpoint: Union[str, int] = "latest",
              on_episode: Optional[Callable[[Episode], None]] = None,
-             video_dir: Optional[str] = None) -> List[float]:
+             video_dir: Optional[str] = None, max_seconds: Optional[float] = None) -> List[float]:
     """Plays ``num_episodes`` episodes with a checkpoint of ``logdir`` and returns their returns.
 
     The agent acts with its evaluation policy (``act`` without env ids); ``greedy`` takes the protocol's
@@ -132,7 +143,8 @@ def evaluate(logdir: str, num_episodes: int = 10, greedy: bool = False, env_id: 
     env's first reset and TensorFlow's sampling, so two evaluations with the same seed play the same episodes;
     None seeds the env with the run's seed + ``env_id`` (as the actors' are) and leaves the sampling unseeded.
     ``on_episode`` is called after every episode (progress reports). ``video_dir``: record every episode as an MP4
-    there (`record_video`)."""
+    there (`record_video`). ``max_seconds``: stop after this long and return the episodes finished by then (an
+    env without a time limit and a policy that never ends one would play forever)."""
     if num_episodes < 1:
         raise ValueError(f"num_episodes must be >= 1, got {num_episodes}")
     config, agent = load_agent(logdir, checkpoint)
@@ -142,7 +154,7 @@ def evaluate(logdir: str, num_episodes: int = 10, greedy: bool = False, env_id: 
     env_config = config.env if seed is None else dataclasses.replace(config.env, seed=int(seed))
     env = create_environment(env_config, env_id)
     if video_dir is not None:
-        env = record_video(env, video_dir, config.env.num_action_repeats)
+        env = record_video(env, video_dir, config.env.num_action_repeats, video_prefix(logdir, checkpoint))
     returns: List[float] = []
     try:
         state = agent.initial_state(1)
@@ -150,7 +162,8 @@ def evaluate(logdir: str, num_episodes: int = 10, greedy: bool = False, env_id: 
         prev_action = tf.zeros(action_spec.shape, action_spec.dtype)
         obs, _ = env.reset()
         reward, done, total, steps = 0.0, False, 0.0, 0
-        while len(returns) < num_episodes:
+        deadline = None if max_seconds is None else time.monotonic() + max_seconds
+        while len(returns) < num_episodes and (deadline is None or steps % 100 or time.monotonic() < deadline):
             env_output = EnvOutput(
                 reward=tf.constant([reward], tf.float32), done=tf.constant([done]),
                 observation=tf.nest.map_structure(lambda x: tf.convert_to_tensor(np.asarray(x)[None]), obs),

@@ -161,6 +161,9 @@ class QueueFeed:
     The queue is SEED's back-pressure point: when training falls behind, inference blocks and actors wait.
     """
 
+    replays = False
+    """Each unroll trains in the step that consumes it (a split schedule may train its transitions)."""
+
     def insertions_per_step(self, batch_size: int) -> int:
         """Unrolls a training step consumes: the batch."""
         return batch_size
@@ -199,6 +202,9 @@ class ReplayFeed:
             raise ValueError(f"replay min_size must be in [0, capacity={self.capacity}], got {self.min_size}")
         if self.replay_ratio <= 0:
             raise ValueError(f"replay_ratio must be > 0, got {self.replay_ratio}")
+
+    replays = True
+    """Sequences train again after the step that inserted them: no per-batch transitions to split."""
 
     def insertions_per_step(self, batch_size: int) -> int:
         """Sequences inserted per training step (the original's replay-ratio coupling)."""

@@ -4,6 +4,7 @@ directory laid out as the learner writes it (config.json + a checkpoint of the a
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -75,7 +76,7 @@ def test_seed_rl_eval_greedy_command(agent_name, tmp_path, capsys):
     logdir = _run_dir(tmp_path, agent_name)
     assert cli.main(["seed-rl", "eval", f"--logdir={logdir}", "--num_episodes=1", "--greedy"]) == 0
     out = capsys.readouterr().out
-    assert "seed-rl eval: 1 episodes, mean return" in out
+    assert "seed-rl eval: 1 episode, mean return" in out
 
 
 def _eval_subprocess(*args: str) -> "subprocess.CompletedProcess[str]":
@@ -147,7 +148,9 @@ def test_eval_records_every_episode_as_a_video_that_decodes(tmp_path, capsys):
     video_dir = str(tmp_path / "videos")
     evaluate(logdir, num_episodes=2, seed=1, on_episode=episodes.append, video_dir=video_dir)
     names = sorted(os.listdir(video_dir))
-    assert names == ["eval-episode-0.mp4", "eval-episode-1.mp4"]
+    # Named by the checkpoint that played and the time: another evaluation never overwrites these.
+    assert [re.sub(r"-\d{8}-\d{6}-", "-T-", n) for n in names] == [
+        "eval-latest-ckpt-1-T-episode-0.mp4", "eval-latest-ckpt-1-T-episode-1.mp4"], names
     for name, episode in zip(names, episodes):
         capture = cv2.VideoCapture(os.path.join(video_dir, name))
         frames = 0
@@ -160,4 +163,5 @@ def test_eval_records_every_episode_as_a_video_that_decodes(tmp_path, capsys):
         assert frames == episode.steps + 1  # the reset frame, then one per step
     assert cli.main(["seed-rl", "eval", f"--logdir={logdir}", "--num_episodes=1", "--video"]) == 0
     assert f"videos in {os.path.join(logdir, 'videos')}" in capsys.readouterr().out
-    assert os.listdir(os.path.join(logdir, "videos")) == ["eval-episode-0.mp4"]
+    written = os.listdir(os.path.join(logdir, "videos"))
+    assert len(written) == 1 and re.fullmatch(r"eval-latest-ckpt-\d+-\d{8}-\d{6}-episode-0\.mp4", written[0]), written

@@ -47,9 +47,25 @@ def test_train_help_lists_every_flag_with_the_value_the_command_would_use():
         assert flag in res.stdout, flag
     assert "values: preset classic_vtrace (vtrace on classic:CartPole-v1)" in res.stdout
     assert _line(res.stdout, "--learning_rate:").endswith("[agent; value 0.002]")  # classic_vtrace's, not 3.19e-4
-    # Atari's options do not apply to CartPole; R2D2's fields not to V-trace.
-    assert _line(res.stdout, "--frame_stack:").endswith("[env option of atari; not used by this agent or env family]")
-    assert "not used by this agent" in _line(res.stdout, "--burn_in:")
+    # Atari's options do not apply to CartPole, R2D2's fields not to V-trace: --help leaves them out and says so;
+    # --helpfull shows them, marked.
+    assert "--frame_stack:" not in res.stdout and "--burn_in:" not in res.stdout
+    assert "flags of other agents and env families not shown; --helpfull shows every flag" in res.stdout
+    full = _cli("train", "--helpfull")
+    assert _line(full.stdout, "--frame_stack:").endswith("[env option of atari; not used by this agent or env family]")
+    assert "not used by this agent" in _line(full.stdout, "--burn_in:")
+    # Sections, in order; a flag sits in its section.
+    headings = [line for line in res.stdout.splitlines() if line and not line.startswith((" ", "(", "usage", "values"))]
+    assert headings == ["command:", "run:", "env:", "agent:", "transport:", "devices:", "tracking:"], headings
+    section_of = {}
+    for line in res.stdout.splitlines():
+        if line in headings:
+            current = line[:-1]
+        elif line.startswith("  --"):
+            section_of[line.split(":")[0].strip()] = current
+    assert (section_of["--num_actors"], section_of["--env_name"], section_of["--learning_rate"],
+            section_of["--server_address"], section_of["--strategy"], section_of["--logdir"], section_of["--preset"]) \
+        == ("run", "env", "agent", "transport", "devices", "tracking", "command")
     env_line = _line(res.stdout, "--env:")
     for family in ("classic (any gymnasium id", "atari (", "test ("):
         assert family in env_line, env_line
@@ -176,3 +192,12 @@ def test_split_batch_modes_that_cannot_work_are_clear_errors(tmp_path):
                "--server_address=127.0.0.1:0")
     assert res.returncode == 2, res.stderr[-2000:]
     assert "carry no recurrent state: lstm_size=8 needs batch_mode=shuffle or repeat" in res.stderr
+
+
+def test_every_run_field_has_exactly_one_help_section():
+    import dataclasses
+
+    from seed_rl.config import RUN_SECTIONS, RunConfig
+
+    listed = [name for names in RUN_SECTIONS.values() for name in names]
+    assert sorted(listed) == sorted(f.name for f in dataclasses.fields(RunConfig))  # each once, none missing

@@ -100,7 +100,8 @@ def test_vtrace() -> Config:
     return Config(
         env=EnvConfig(family="test", name="correct_action"),
         run=RunConfig(num_actors=1, env_batch_size=2, unroll_length=5, batch_size=2,
-                      total_environment_frames=2_000, save_checkpoint_secs=3600.0, summary_period_secs=1.0),
+                      total_environment_frames=2_000, save_checkpoint_secs=3600.0, summary_period_secs=1.0,
+                      final_eval_episodes=0),  # smoke tests: no greedy evaluation at the end
         agent_name="vtrace",
         agent=VTraceConfig(network="mlp", mlp_sizes=(16,), lstm_size=0, use_reward_and_action=False,
                            optimizer="adam", learning_rate=1e-3, lr_schedule="constant"),

@@ -24,6 +24,9 @@ log = logging.getLogger("seed_rl.launch")
 class LocalRun:
     """Learner in this process, actors as subprocesses (``actor_mode='process'``) or threads (``'thread'``)."""
 
+    final_eval: Optional[dict] = None
+    """What ``final_evaluation`` measured at the end of a finished run (None: not run)."""
+
     def __init__(self, config: Config, actor_mode: str = "process", status_stream=None,
                  restart_actors: bool = True):
         from seed_rl.learner.learner import Learner  # TensorFlow only here, not at import of seed_rl.launch
@@ -129,6 +132,23 @@ class LocalRun:
             self._stop_actors()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+        if self.learner.finished and not self.interrupted and self.config.run.final_eval_episodes > 0:
+            self.final_eval = final_evaluation(self.config.run.logdir, self.config.run.final_eval_episodes,
+                                               self.learner.episode_log)
+
+    def summary(self) -> dict:
+        """What the run reached: its directory, frames, whether it finished (budget or target) or was stopped, the
+        mean return of the last 20 episodes, the best checkpoint's record and the final greedy evaluation."""
+        from seed_rl.learner.checkpoints import read_best_record
+
+        learner = self.learner
+        log_ = getattr(learner, "episode_log", None)
+        evaluation = bool(self.config.run.num_eval_envs)
+        return {"logdir": self.config.run.logdir, "env_frames": int(learner.env_frames),
+                "finished": bool(learner.finished), "interrupted": bool(self.interrupted),
+                "episodes": log_.total if log_ else 0,
+                "mean_return_last_20": log_.mean_recent_return(evaluation) if log_ else float("nan"),
+                "best": read_best_record(self.config.run.logdir), "final_eval": self.final_eval}
 
     def _on_signal(self, signum, frame) -> None:
         print(f"\nseed_rl launcher: received signal {signum}; stopping (a second Ctrl-C is not needed)",
@@ -186,10 +206,14 @@ def _check_env_creatable(config: Config) -> None:
 
 
 def train(config: Config, actor_mode: str = "process", status_stream=None, keep_address: bool = False) -> LocalRun:
-    """Trains locally (learner here, actors as processes or threads) and returns the finished run.
+    """Trains locally (learner here, actors as processes or threads) and returns the finished run; its
+    ``summary()`` says what it reached.
 
     The learner binds a free loopback port unless ``keep_address`` (then ``config.run.server_address`` is used).
+    Without ``config.run.logdir`` the run gets a new dated directory under ``runs/`` (``default_logdir``).
     """
+    if not config.run.logdir:  # a fresh, dated run directory under runs/
+        config = replace(config, run=replace(config.run, logdir=default_logdir(config)))
     if not keep_address:
         config = on_free_loopback_port(config)
     run = LocalRun(config, actor_mode=actor_mode, status_stream=status_stream)
@@ -201,3 +225,50 @@ def default_logdir(config: Config) -> str:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     name = config.env.name.replace("/", "_").replace(":", "_")  # a `module:EnvId` or namespaced gymnasium id
     return os.path.join("runs", f"{config.env.family}-{name}-{config.agent_name}-{stamp}")
+
+
+FINAL_EVAL_FILE = "final_eval.json"
+FINAL_EVAL_MAX_SECONDS = 120.0
+"""Each checkpoint's closing greedy evaluation stops after this long with the episodes it finished."""
+
+
+def final_evaluation(logdir: str, num_episodes: int, episode_log) -> dict:
+    """Plays ``num_episodes`` greedy episodes with the run's best and latest checkpoints, prints them beside the
+    training windows they are compared with, and writes ``<logdir>/final_eval.json``."""
+    import json
+    import statistics
+
+    from seed_rl.evaluate import evaluate
+    from seed_rl.learner.checkpoints import read_best_record
+
+    eval_kind = bool(episode_log.recent_count(eval=True))
+    out: dict = {"episodes": num_episodes, "greedy": True,
+                 "training_window": f"mean return of the last {episode_log.window} "
+                                    f"{'evaluation' if eval_kind else 'training'} episodes (sampled actions, "
+                                    "several policy versions)"}
+    best = read_best_record(logdir)
+    rows = [("best", best["mean_return"] if best else None,
+             f"its window at {best['env_frames']:,d} frames" if best else ""),
+            ("latest", episode_log.mean_recent_return(eval_kind), "the last window")]
+    for name, window, where in rows:
+        if name == "best" and best is None:
+            continue
+        try:
+            returns = evaluate(logdir, num_episodes=num_episodes, greedy=True, checkpoint=name, seed=0,
+                               max_seconds=FINAL_EVAL_MAX_SECONDS)
+        except (FileNotFoundError, ValueError, ImportError) as e:  # no such checkpoint, an env missing here
+            print(f"seed_rl: greedy evaluation of the {name} checkpoint skipped: {e}", flush=True)
+            continue
+        if not returns:
+            print(f"seed_rl: greedy evaluation of the {name} checkpoint: no episode ended within "
+                  f"{FINAL_EVAL_MAX_SECONDS:.0f} s", flush=True)
+            continue
+        mean = statistics.fmean(returns)
+        out[name] = {"greedy_mean_return": mean, "returns": returns, "training_window_mean_return": window}
+        print(f"seed_rl: greedy evaluation, {name} checkpoint: mean return {mean:.1f} over {len(returns)} "
+              f"episode{'s' if len(returns) != 1 else ''} (training window, {where}: {window:.1f})", flush=True)
+    path = os.path.join(logdir, FINAL_EVAL_FILE)
+    with open(path + ".tmp", "w") as f:
+        json.dump(out, f, indent=1)
+    os.replace(path + ".tmp", path)
+    return out

@@ -77,7 +77,8 @@ class BestCheckpoint:
     episodes (evaluation episodes when the run has eval envs), the env frames and the checkpoint number.
 
     The record survives a restart (a resumed run only replaces it with a better window). A window mixes the
-    policies that played its episodes; the checkpoint holds the weights when the window's mean peaked.
+    policies that played its episodes; the checkpoint holds the weights of the moment its last episode arrived
+    (the learner checks as episodes arrive), and ``best.json`` names that policy version and both frame counts.
     """
 
     def __init__(self, logdir: str, checkpoint: tf.train.Checkpoint, items: Optional[dict] = None):
@@ -92,15 +93,22 @@ class BestCheckpoint:
         return float(self.record["mean_return"]) if self.record else float("-inf")
 
     def maybe_save(self, mean_return: float, checkpoint_number: int, env_frames: int, episodes: int,
-                   eval_episodes: bool) -> Optional[str]:
-        """Saves a new best checkpoint when ``mean_return`` beats the record; returns its path (else None)."""
+                   eval_episodes: bool, saved_at_frames: Optional[int] = None) -> Optional[str]:
+        """Saves a new best checkpoint when ``mean_return`` beats the record; returns its path (else None).
+
+        ``checkpoint_number`` is the policy version (train steps) whose weights are saved, ``env_frames`` the
+        frames when the window's last episode ended, ``saved_at_frames`` the frames when the weights were saved
+        (the learner saves right after the window's episodes arrive: a few frames later at most)."""
         if not math.isfinite(mean_return) or mean_return <= self.value:
             return None
         if self.items is not None and not check_finite(self.items, "best checkpoint"):
             return None
         path = self.manager.save(checkpoint_number=checkpoint_number)
-        self.record = {"checkpoint": int(checkpoint_number), "path": os.path.basename(path),
-                       "mean_return": float(mean_return), "episodes": int(episodes), "env_frames": int(env_frames),
+        self.record = {"checkpoint": int(checkpoint_number), "policy_version": int(checkpoint_number),
+                       "path": os.path.basename(path), "mean_return": float(mean_return), "episodes": int(episodes),
+                       "statistic": f"mean return of the last {int(episodes)} episodes when they arrived",
+                       "env_frames": int(env_frames),
+                       "saved_at_frames": int(env_frames if saved_at_frames is None else saved_at_frames),
                        "eval_episodes": bool(eval_episodes), "saved_at": time.time()}
         tmp = os.path.join(self.directory, BEST_RECORD + ".tmp")
         with open(tmp, "w") as f:

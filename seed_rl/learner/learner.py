@@ -49,8 +49,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("seed_rl.learner")
 
-REDACTED = "<redacted>"  # what config.json and the handshake say instead of the auth token
+REDACTED = "<redacted>"  # what config.json says instead of the auth token
 MAX_CONSECUTIVE_INFERENCE_FAILURES = 50
+BEST_CHECK_PERIOD_S = 0.2
+"""The run loop checks the target and the best checkpoint as episodes arrive, at most this often."""
 """The learner stops (run() raises) after this many inference batches in a row failed."""
 
 
@@ -204,6 +206,8 @@ class Learner:
         run = self.config.run
         self._stop = threading.Event()
         self._done = threading.Event()
+        self._episodes_arrived = threading.Event()
+        """Set by the inference thread when episodes end: the run loop checks the target and the best at once."""
         self.finished = False
         """Set when run() returns because training is finished (budget spent or target reached), not stopped."""
         self._lock = threading.Lock()
@@ -249,6 +253,7 @@ class Learner:
                 self._episodes.append(summaries_lib.Episode(
                     env_frames, float(stats.episode_return[i]), float(stats.raw_return[i]),
                     int(stats.frames[i]), int(stats.steps[i]), int(env_id), now, bool(env_id >= first_eval)))
+            self._episodes_arrived.set()
         if out.completed_env_ids.shape[0]:
             unrolls = tf.nest.map_structure(lambda t: t.numpy(), out.unrolls)
             priorities = None
@@ -309,6 +314,7 @@ class Learner:
             self._train_error = e
         finally:
             self._done.set()
+            self._episodes_arrived.set()
 
     def save_checkpoint(self) -> Optional[str]:
         """Writes a checkpoint; returns its path, or None when a variable was not finite (nothing written)."""
@@ -319,17 +325,19 @@ class Learner:
         return path
 
     def _maybe_save_best(self) -> None:
-        """Keeps the weights of the best window of episodes so far in checkpoints/best (see BestCheckpoint)."""
+        """Keeps the weights of the best window of episodes so far in checkpoints/best (see BestCheckpoint): the
+        mean of the last 20 episodes as they arrive, saved with the weights of that moment."""
         log_ = self.episode_log
-        peak = log_.peak_window_return(self._report_eval)
-        if peak <= self.best.value:
+        mean = log_.window_return(self._report_eval)
+        if mean <= self.best.value:
             return
         with self._lock:
             self.env_frames_var.assign(self.env_frames)
             frames = self.env_frames
-        path = self.best.maybe_save(peak, int(self.policy_version.numpy()), frames, log_.window, self._report_eval)
+        path = self.best.maybe_save(mean, int(self.policy_version.numpy()), log_.window_end_frames(self._report_eval),
+                                    log_.window, self._report_eval, saved_at_frames=frames)
         if path:
-            log.info("new best checkpoint %s: mean return %.2f over %d episodes", path, peak, log_.window)
+            log.info("new best checkpoint %s: mean return %.2f over %d episodes", path, mean, log_.window)
 
     # -- main loop -------------------------------------------------------------------------------------------
     def start(self) -> int:
@@ -367,20 +375,25 @@ class Learner:
         finished = False  # the budget is spent or the target reached (not stopped, not failed)
         reason = "budget"
         try:
-            while not self._done.wait(timeout=min(1.0, run.summary_period_secs)):
+            while not self._done.is_set():
+                # Woken as episodes end (at most BEST_CHECK_PERIOD_S apart): the target and the best checkpoint
+                # read the window the moment its episodes arrive, and the best saves the weights of that moment.
+                self._episodes_arrived.wait(timeout=min(1.0, run.summary_period_secs))
+                self._episodes_arrived.clear()
                 if self._stop.is_set() or (stop_event is not None and stop_event.is_set()):
                     break
-                self._drain_episodes()
-                if self._target_reached():
-                    kind = "evaluation episodes" if self._report_eval else "episodes"
-                    print(f"seed_rl learner: target return {run.target_return} reached (mean of 20 consecutive "
-                          f"{kind}: {self.episode_log.peak_window_return(self._report_eval):.1f})", flush=True)
-                    finished, reason = True, "target"
-                    break
+                if self._drain_episodes():
+                    self._maybe_save_best()
+                    if self._target_reached():
+                        kind = "evaluation episodes" if self._report_eval else "episodes"
+                        print(f"seed_rl learner: target return {run.target_return} reached (mean of the last 20 "
+                              f"{kind}: {self.episode_log.window_return(self._report_eval):.1f})", flush=True)
+                        finished, reason = True, "target"
+                        break
                 if time.monotonic() - last_summary >= run.summary_period_secs:
                     last_summary = time.monotonic()
                     self._write_summaries(frame_rate, step_rate)
-                    self._maybe_save_best()
+                self._done.wait(BEST_CHECK_PERIOD_S)
             else:  # the training thread ended: the budget is spent, or it failed
                 finished = self._train_error is None and self._inference_error is None
         finally:
@@ -406,9 +419,10 @@ class Learner:
     def _target_reached(self) -> bool:
         target = self.config.run.target_return
         log_ = self.episode_log
-        return bool(target) and log_.peak_window_return(self._report_eval) >= target
+        return bool(target) and log_.window_return(self._report_eval) >= target
 
-    def _drain_episodes(self) -> None:
+    def _drain_episodes(self) -> bool:
+        """Writes the episodes that ended since the last call; returns whether there were any."""
         episodes = []
         while self._episodes:
             episodes.append(self._episodes.popleft())
@@ -417,6 +431,7 @@ class Learner:
             self.writer.episodes(episodes)
             if self.tracker is not None:
                 self.tracker.episodes(episodes)
+        return bool(episodes)
 
     def _write_summaries(self, frame_rate, step_rate) -> None:
         with self._lock:
@@ -489,6 +504,20 @@ class Learner:
             if png:
                 self.tracker.image("learning_curve", png)
             self.tracker.finish()
+        print(f"seed_rl learner: {self._summary_line(finished)}", flush=True)
+
+    def _summary_line(self, finished: bool) -> str:
+        """One closing line: how the run ended, its frames and time, the last window and the best one."""
+        elapsed = time.time() - self._start_time
+        kind = "evaluation episodes" if self._report_eval else "episodes"
+        last = self.episode_log.mean_recent_return(self._report_eval)
+        line = (f"{'finished' if finished else 'stopped'} after {self.env_frames:,d} env frames in "
+                f"{elapsed / 60:.1f} min ({self.episode_log.total:,d} episodes); mean return of the last "
+                f"{self.episode_log.recent_count(self._report_eval)} {kind}: {last:.1f}")
+        best = self.best.record
+        if best:
+            line += f"; best window {best['mean_return']:.1f} at {best['env_frames']:,d} frames"
+        return line
 
     @property
     def done(self) -> bool:

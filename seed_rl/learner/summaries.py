@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import csv
+import json
 import math
 import os
 import sys
@@ -67,14 +68,15 @@ class EpisodeLog:
             self._writer.writerow(CSV_FIELDS)
         self.recent: collections.deque = collections.deque(maxlen=window)
         self.recent_eval: collections.deque = collections.deque(maxlen=window)
-        self.total = 0
         self.non_finite = 0
         """Episodes whose return was not finite: in the file, left out of the means, the peak and the target."""
-        for ep in read_episodes(self.path):
-            (self.recent_eval if ep.eval else self.recent).append(ep.episode_return)
-        # The highest mean over a full window seen after any episode (the learner's early stop must not miss a
-        # crossing that happens in the middle of a batch of episodes drained together).
-        self._peak = {False: self._window_mean(False), True: self._window_mean(True)}
+        self._end_frames = {False: 0, True: 0}
+        previous = read_episodes(self.path)
+        self.total = len(previous)  # a resumed run counts on from the episodes it has
+        for ep in previous:
+            if math.isfinite(ep.episode_return):
+                (self.recent_eval if ep.eval else self.recent).append(ep.episode_return)
+                self._end_frames[ep.eval] = ep.env_frames
 
     def write(self, episodes: Iterable[Episode]) -> None:
         for ep in episodes:
@@ -88,16 +90,19 @@ class EpisodeLog:
                 self.non_finite += 1
                 continue
             (self.recent_eval if ep.eval else self.recent).append(ep.episode_return)
-            self._peak[ep.eval] = max(self._peak[ep.eval], self._window_mean(ep.eval))
+            self._end_frames[ep.eval] = ep.env_frames
         self._file.flush()
 
-    def _window_mean(self, eval: bool) -> float:  # noqa: A002
+    def window_return(self, eval: bool = False) -> float:  # noqa: A002
+        """The mean return of the last ``window`` episodes, now (-inf before a full window): the statistic the
+        target and the best checkpoint read at each check. Not the highest of every sliding window seen, which
+        between two checks is the maximum of hundreds of noisy means and sits far above what the policy plays."""
         recent = self.recent_eval if eval else self.recent
         return float(np.mean(recent)) if len(recent) == recent.maxlen else float("-inf")
 
-    def peak_window_return(self, eval: bool = False) -> float:  # noqa: A002
-        """The highest mean return over ``window`` consecutive episodes so far (-inf before a full window)."""
-        return self._peak[eval]
+    def window_end_frames(self, eval: bool = False) -> int:  # noqa: A002
+        """The env frames when the last episode of the current window ended."""
+        return self._end_frames[eval]
 
     def recent_count(self, eval: bool = False) -> int:  # noqa: A002
         """How many episodes ``mean_recent_return`` averages (up to the window)."""
@@ -109,6 +114,18 @@ class EpisodeLog:
 
     def close(self) -> None:
         self._file.close()
+
+
+def run_title(logdir: str) -> str:
+    """What a run trains, for a plot's title: "<agent> on <family>:<env> (<run directory>)", from its config.json
+    (the directory's name alone when it has none)."""
+    name = os.path.basename(os.path.abspath(logdir))
+    try:
+        with open(os.path.join(logdir, "config.json")) as f:
+            config = json.load(f)
+        return f"{config['agent_name']} on {config['env']['family']}:{config['env']['name']} ({name})"
+    except (OSError, ValueError, KeyError, TypeError):
+        return name
 
 
 def read_episodes(path: str) -> List[Episode]:
@@ -246,7 +263,7 @@ def plot_learning_curve(logdir: str, out_path: Optional[str] = None, window: int
                 label=f"{name}: mean of last {k}")
     ax.set_xlabel("environment frames")
     ax.set_ylabel("return")
-    ax.set_title(os.path.basename(os.path.abspath(logdir)))
+    ax.set_title(run_title(logdir))
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()

@@ -14,7 +14,7 @@ import tensorflow as tf
 from seed_rl.learner import fast_call as fast_call_lib
 from seed_rl.learner.loss_scale import DynamicLossScale
 from seed_rl.ops.unrolls import time_major
-from seed_rl.types import Agent, ReplayFeed, TransitionAgent, UpdateSchedule
+from seed_rl.types import Agent, TransitionAgent, UpdateSchedule
 
 if TYPE_CHECKING:
     from seed_rl.learner.devices import DeviceLayer
@@ -144,7 +144,7 @@ class Trainer:
             if not isinstance(agent, TransitionAgent):
                 raise ValueError(f"the schedule trains single transitions (split={self.schedule.split}) but the agent "
                                  f"{type(agent).__name__} has no prepare_transitions / transition_loss")
-            if isinstance(agent.feed, ReplayFeed):
+            if agent.feed.replays:
                 raise ValueError("a split schedule is for queue-fed (on-policy) agents, not replay")
         jit = bool(devices is not None and devices.jit_compile)
         # XLA compiles the loss and its gradients (fixed shapes); the optimizer update, the all-reduce and the

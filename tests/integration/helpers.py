@@ -23,7 +23,9 @@ class TrainProcess:
     def __init__(self, logdir: str, *flags: str, env: Optional[dict] = None, cmd: Optional[List[str]] = None):
         self.logdir = logdir
         if cmd is None:
-            cmd = [sys.executable, "-m", "seed_rl", "train", f"--logdir={logdir}", *flags]
+            # The closing greedy evaluation costs seconds a test rarely needs: asked for where it is tested.
+            quiet = [] if any(f.startswith("--final_eval_episodes") for f in flags) else ["--final_eval_episodes=0"]
+            cmd = [sys.executable, "-m", "seed_rl", "train", f"--logdir={logdir}", *quiet, *flags]
         base = os.environ if cmd is None else {}  # a whole command comes with its whole environment
         env = {**base, "PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})}
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)

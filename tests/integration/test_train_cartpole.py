@@ -4,6 +4,7 @@ The flipped run gets 150K frames, the learning run up to 600K (it stops at the t
 20 consecutive episodes) is far above anything a learner with the policy gradient flipped reaches.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -22,7 +23,8 @@ COMMON = ("--env=classic", "--env_name=CartPole-v1", "--agent=vtrace", "--num_ac
 
 def test_vtrace_learns_cartpole(tmp_path):
     logdir = str(tmp_path / "run")
-    proc = TrainProcess(logdir, *COMMON, f"--total_environment_frames={LEARN_BUDGET}", f"--target_return={THRESHOLD}")
+    proc = TrainProcess(logdir, *COMMON, f"--total_environment_frames={LEARN_BUDGET}", f"--target_return={THRESHOLD}",
+                        "--final_eval_episodes=3")
     assert proc.wait(timeout=900) == 0, proc.output()
     eps = episodes(logdir)
     reached = first_frames_reaching(eps, THRESHOLD)
@@ -49,6 +51,30 @@ def test_vtrace_learns_cartpole(tmp_path):
     assert res.returncode == 0, res.stderr
     assert "best checkpoint" in res.stdout and "the run's mean return" in res.stdout
     assert float(re.search(r"eval: 3 episodes, mean return ([\d.]+)", res.stdout).group(1)) > 100, res.stdout
+    # The best checkpoint holds the weights of the moment its window's episodes arrived (checked as they arrive,
+    # not every few seconds): best.json names that policy version, and the frames of both moments are close.
+    with open(os.path.join(logdir, "checkpoints", "best", "best.json")) as f:
+        best = json.load(f)
+    assert 0 <= best["saved_at_frames"] - best["env_frames"] < 3_000, best
+    assert best["policy_version"] == best["checkpoint"] and "last 20 episodes" in best["statistic"]
+    # The run ends with a greedy evaluation of the best and the latest checkpoints, beside their training windows.
+    for name in ("best", "latest"):
+        assert re.search(rf"greedy evaluation, {name} checkpoint: mean return [\d.]+ over 3 episodes \(training "
+                         r"window, .*: [\d.]+\)", proc.output()), proc.output()
+    with open(os.path.join(logdir, "final_eval.json")) as f:
+        final = json.load(f)
+    assert len(final["best"]["returns"]) == 3 and final["best"]["training_window_mean_return"] == best["mean_return"]
+    # Every scalar the run wrote is documented (docs/tensorboard.md).
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(logdir)
+    events.Reload()
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "tensorboard.md")) as f:
+        doc = f.read()
+    written = events.Tags()["scalars"]
+    assert len(written) > 30 and not [tag for tag in written if f"`{tag}`" not in doc], written
+    assert re.search(r"seed_rl learner: finished after [\d,]+ env frames in [\d.]+ min \([\d,]+ episodes\); mean "
+                     r"return of the last 20 episodes: [\d.]+; best window [\d.]+ at [\d,]+ frames", proc.output())
 
 
 def test_flipped_policy_gradient_does_not_learn(cartpole_runs):

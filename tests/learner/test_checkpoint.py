@@ -58,6 +58,8 @@ def test_best_checkpoint_keeps_only_improvements_and_survives_a_restart(tmp_path
     record = read_best_record(logdir)
     assert (record["checkpoint"], record["mean_return"], record["env_frames"], record["eval_episodes"]) == \
         (7, 12.5, 3_000, True)
+    assert record["policy_version"] == 7 and record["saved_at_frames"] == 3_000 and "last 20 episodes" in \
+        record["statistic"]
     # A restarted learner reads the record and only replaces it with a better window.
     again = BestCheckpoint(logdir, checkpoint)
     assert again.value == 12.5 and again.maybe_save(11.0, 9, 4_000, 20, True) is None
