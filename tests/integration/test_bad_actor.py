@@ -161,7 +161,8 @@ def _assert_good_clients_served(outcomes: list[dict]) -> None:
         assert "closed" not in outcome
 
 
-@pytest.mark.parametrize("agent", sorted(AGENTS))
+@pytest.mark.parametrize("agent", [a if a in ("vtrace", "sac") else pytest.param(a, marks=pytest.mark.slow)
+                                   for a in sorted(AGENTS)])  # the guard is the trainer's, not an agent's: CI time
 def test_extreme_rewards_of_one_client_are_absorbed_by_the_update_guard(tmp_path, agent):
     learner = Learner(_config(tmp_path, agent, max_abs_reward=0.0))
     iterations = learner.trainer.optimizer.iterations

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from tests.envs import custom_env_module
 from tests.integration.helpers import TrainProcess, episodes
 
@@ -43,6 +45,7 @@ def test_train_on_a_gymnasium_env_from_the_users_own_module(tmp_path):
                    "seed": 0}
 
 
+@pytest.mark.slow  # CI time; the module variant above stays
 def test_train_on_a_family_registered_from_python_with_actor_threads(tmp_path):
     """``register_family`` exists in the registering process: the learner and actor threads see it."""
     logdir = str(tmp_path / "run")

@@ -15,6 +15,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 FAKES = os.path.join(REPO_ROOT, "tests", "fakes")
 
 
+@pytest.mark.slow  # CI time; the fake lab is unit-tested in tests/envs/test_dmlab.py
 def test_train_dmlab_preset_against_the_fake_lab(tmp_path):
     logdir = str(tmp_path / "run")
     proc = TrainProcess(

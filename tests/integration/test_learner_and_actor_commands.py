@@ -15,7 +15,7 @@ from tests.certs import self_signed_cert
 from tests.integration.helpers import TrainProcess, episodes, learner_port
 
 
-@pytest.mark.parametrize("transport", ["plaintext", "tls", "token_from_env"])
+@pytest.mark.parametrize("transport", ["plaintext", "tls", pytest.param("token_from_env", marks=pytest.mark.slow)])
 def test_separate_learner_and_actor_processes(tmp_path, transport):
     logdir = str(tmp_path / "run")
     env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2")
@@ -95,6 +95,7 @@ def test_actor_with_out_of_range_task_exits_non_zero_with_a_clear_message(tmp_pa
         proc.wait(timeout=60)
 
 
+@pytest.mark.slow  # CI time; test_separate_learner_and_actor_processes[tls] stays
 def test_train_with_tls_starts_actors_that_verify_the_learner(tmp_path):
     key, cert = self_signed_cert(tmp_path / "tls")
     proc = TrainProcess(str(tmp_path / "run"), "--env=test", "--env_name=counting:length=4,num_actions=2",

@@ -5,6 +5,8 @@ import os
 import signal
 import time
 
+import pytest
+
 from tests.integration.helpers import TrainProcess, episodes, pid_alive
 
 SMALL = ("--env=classic", "--env_name=CartPole-v1", "--agent=vtrace", "--num_actors=2", "--env_batch_size=4",
@@ -77,6 +79,7 @@ def test_actors_stop_when_the_launcher_is_killed(tmp_path):
     assert not any(pid_alive(p) for p in pids), "actor processes outlived their killed launcher"
 
 
+@pytest.mark.slow  # CI time (20-min rule); resuming is unit-tested in tests/learner/test_resume.py
 def test_restart_on_the_same_run_directory_resumes(tmp_path):
     logdir = str(tmp_path / "run")
     first = TrainProcess(logdir, *SMALL, "--total_environment_frames=8000")

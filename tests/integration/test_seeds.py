@@ -7,6 +7,7 @@ import json
 import os
 
 import numpy as np
+import pytest
 
 from seed_rl.learner.summaries import CSV_FIELDS, seed_curves
 from tests.integration.helpers import TrainProcess
@@ -15,6 +16,7 @@ SMALL = ("--env=test", "--env_name=counting:length=4,num_actions=2", "--num_acto
          "--unroll_length=4", "--batch_size=2", "--total_environment_frames=400", "--summary_period_secs=1")
 
 
+@pytest.mark.slow  # CI time; the combined curve is tested below
 def test_train_with_several_seeds_writes_each_run_and_the_combined_curve(tmp_path):
     logdir = str(tmp_path / "sweep")
     proc = TrainProcess(logdir, *SMALL, "--seeds=1,2")

@@ -39,6 +39,7 @@ def test_r2d2_learns_cartpole(cartpole_runs):
     assert "replay buffer" in proc.output()
 
 
+@pytest.mark.slow  # CI time: the heaviest of the CartPole runs; R2D2's learning test stays
 def test_r2d2_with_flipped_reward_does_not_learn(cartpole_runs):
     logdir, proc = cartpole_runs["r2d2_flipped"]  # COMMON + FLIPPED_BUDGET + --flip_reward_sign
     assert proc.wait(timeout=900) == 0, proc.output()

@@ -10,6 +10,7 @@ from tests.integration.helpers import TrainProcess
 pytest.importorskip("wandb", reason="W&B tracking is optional: pip install 'seed_rl[wandb]' (in dev)")
 
 
+@pytest.mark.slow  # CI time; the tracker is unit-tested in tests/learner/test_tracking.py
 def test_train_logs_to_wandb_offline(tmp_path):
     logdir = str(tmp_path / "run")
     proc = TrainProcess(logdir, "--env=test", "--env_name=counting:length=4,num_actions=2", "--num_actors=1",
