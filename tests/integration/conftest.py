@@ -13,7 +13,6 @@ import pytest
 
 from tests.integration.helpers import TrainProcess
 
-
 # Which run each test reads: the fixture starts only the runs of the tests this session selected (the R2D2
 # control is a slow test, so the default suite runs two of them side by side).
 RUN_OF_TEST = {"test_flipped_policy_gradient_does_not_learn": "vtrace_flipped",
