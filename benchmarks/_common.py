@@ -1,25 +1,33 @@
-"""Shared helpers of the benchmarks in this folder: the results file, machine facts, CPU accounting per thread
+"""Shared helpers of the benchmarks in this folder: the results files, machine facts, CPU accounting per thread
 and process, a sampling profiler, and process clean-up.
 
-Every benchmark measures ratios within one run of its script (the machines are shared and noisy) and rewrites its
-own section of ``benchmarks/RESULTS.md``; the other sections are kept. Imports no TensorFlow.
+Every benchmark measures ratios within one run of its script (the machines are shared and noisy), rewrites its
+own section of ``benchmarks/RESULTS.md`` (the other sections are kept) and writes its numbers, with the command,
+commit, machine and date, to ``benchmarks/results/<name>.json`` (``write_result``; benchmarks/README.md). Imports
+no TensorFlow.
 """
 
 from __future__ import annotations
 
 import collections
+import json
+import math
 import os
 import platform
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-RESULTS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS.md")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS_PATH = os.path.join(REPO, "benchmarks", "RESULTS.md")
+RESULTS_DIR = os.path.join(REPO, "benchmarks", "results")
+"""Where ``write_result`` puts ``<name>.json`` (a module constant, so that tests can point it elsewhere)."""
 
 # Sections appear in this order in RESULTS.md, whichever script ran last.
 SECTION_ORDER = ("summary", "atari_vtrace_e2e", "transport_overhead", "actor_memory", "inference_latency")
@@ -94,6 +102,37 @@ def command_line() -> str:
     return " ".join(["python", shlex.quote(script), *map(shlex.quote, sys.argv[1:])])
 
 
+def git_commit() -> str:
+    """The repository's HEAD as a short hash, with " (with uncommitted changes)" when tracked files differ from it;
+    "unknown" outside a git checkout."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                              check=True, timeout=30).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                               capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head + (" (with uncommitted changes)" if dirty else "")
+
+
+def gpu_name() -> Optional[str]:
+    """What ``nvidia-smi`` calls the machine's GPUs ("2 x NVIDIA H100" for two alike); None without nvidia-smi or
+    a GPU."""
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, check=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    names = [line.strip() for line in out.splitlines() if line.strip()]
+    if not names:
+        return None
+    if len(set(names)) == 1:
+        return names[0] if len(names) == 1 else f"{len(names)} x {names[0]}"
+    return ", ".join(names)
+
+
 # ------------------------------------------------------------------------------------------------ results file
 
 
@@ -125,14 +164,53 @@ def update_results(name: str, title: str, body: str, path: str = RESULTS_PATH) -
             f.write(f"\n<!-- BEGIN {n} -->\n{sections[n]}<!-- END {n} -->\n")
 
 
-def report(name: str, title: str, body: str, t_script: float, write: bool = True) -> None:
-    """Prints a benchmark's section and, unless ``write`` is false (``--no_write``), puts it into RESULTS.md."""
+def _plain(value: Any, where: str) -> Any:
+    """``value`` as JSON types: numpy scalars and arrays to Python's, tuples to lists, floats to 6 significant
+    digits (more is noise in a timing), NaN and infinities to None. Anything else is a mistake in the caller."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v, f"{where}.{k}") for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if hasattr(value, "tolist") and callable(value.tolist):  # numpy scalars and arrays, without importing numpy
+        return _plain(value.tolist(), where)
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return float(f"{value:.6g}") if math.isfinite(value) else None
+    raise TypeError(f"write_result: {where} is of type {type(value).__name__}, not a JSON value")
+
+
+def write_result(name: str, data: dict, *, load_before: Optional[str] = None) -> str:
+    """Writes ``RESULTS_DIR/<name>.json``: ``data`` (the numbers of one run of a benchmark) under the facts that
+    make them checkable (command, commit, date, machine, library versions, the load before the run). Writes a
+    ``.tmp`` file first and renames it, so that a reader never sees half a file. Returns the path."""
+    record = {
+        "name": name, "command": command_line(), "commit": git_commit(), "date": now_string(),
+        "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "memory_gib": round(memory_gib(), 1),
+                    "gpu": gpu_name()},
+        "versions": versions(), "load_before": load_before, "data": _plain(data, "data"),
+    }
+    path = os.path.join(RESULTS_DIR, f"{name}.json")
+    os.makedirs(RESULTS_DIR, exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        json.dump(record, f, indent=1, allow_nan=False)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
+    return path
+
+
+def report(name: str, title: str, body: str, t_script: float, write: bool = True, *, data: Optional[dict] = None,
+           load_before: Optional[str] = None) -> None:
+    """Prints a benchmark's section and, unless ``write`` is false (``--no_write``), puts it into RESULTS.md and,
+    given ``data``, its numbers into ``benchmarks/results/<name>.json`` (``write_result``)."""
     print()
     print(body)
     print(f"(script wall time {time.monotonic() - t_script:.0f} s)")
     if write:
         update_results(name, title, body)
         print(f"wrote {RESULTS_PATH}")
+        if data is not None:
+            print(f"wrote {write_result(name, data, load_before=load_before)}")
 
 
 def add_e2e_arguments(parser, *, what: str) -> None:
@@ -250,6 +328,11 @@ class CpuMeter:
         rows.append(("**total**", f"{total:.1f}", f"{100 * total / self.wall:.0f}% of {100 * os.cpu_count()}%"))
         return markdown_table(["process / thread group", "CPU s", "of one core"], rows)
 
+    def data(self) -> dict:
+        """What ``table`` prints, for a result file: ``wall_s`` and ``cpu_s`` (CPU seconds per group, every
+        group)."""
+        return {"wall_s": self.wall, "cpu_s": dict(sorted(self.seconds.items(), key=lambda kv: -kv[1]))}
+
 
 # ------------------------------------------------------------------------------------------------ sampling profiler
 
@@ -305,6 +388,15 @@ class StackSampler:
                 rows.append((f"`{group}`", f"`{key}`", f"{100 * c / n:.0f}%"))
         return markdown_table(["thread", "innermost seed_rl frame > innermost frame", "share of samples"], rows,
                               align="llr")
+
+    def data(self, groups: Sequence[str], top: int = 6) -> dict:
+        """What ``table`` prints, for a result file: per thread group, [{"where", "share"}] (share of samples)."""
+        out = {}
+        for group in groups:
+            n = self.samples.get(group, 0)
+            out[group] = [{"where": key, "share": c / n}
+                          for key, c in self.counts.get(group, collections.Counter()).most_common(top)]
+        return out
 
 
 def _where(frame) -> str:
@@ -444,6 +536,15 @@ def measure_local_run(config, *, warmup: float, seconds: float, min_train_steps:
     if errors:
         raise RuntimeError("the local run failed") from errors[0]
     return result
+
+
+def local_run_data(result: dict) -> dict:
+    """``measure_local_run``'s result for a result file: its numbers as they are (fps, train_steps_per_s,
+    window_s, frames, train_steps, startup_s, batch_rows, handler_ms, wait_ms, queue, actor_restarts), ``cpu``
+    as ``CpuMeter.data()``; the sampler and the pids are left out."""
+    out = {k: v for k, v in result.items() if k not in ("cpu", "sampler", "actor_pids")}
+    out["cpu"] = result["cpu"].data()
+    return out
 
 
 OWN_CONNECTION = (("grpc.use_local_subchannel_pool", 1),)

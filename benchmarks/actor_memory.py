@@ -10,6 +10,12 @@ interpreter. Target: peak <= 150 MB (MiB here: 1 MB = 2**20 bytes).
 
 Run:  python benchmarks/actor_memory.py [--seconds 60] [--envs 4]
 Writes its section of benchmarks/RESULTS.md.
+
+Result file: benchmarks/results/actor_memory.json, data keys: game, envs, seconds (the parameters);
+steps_per_s (env steps/s in the window), steady_mib, peak_mib, growth_mib (second to last quarter), min_mib,
+max_mib, rss_anon_mib, rss_file_mib, threads (at the end), actor_restarts, actor_command, tensorflow_maps (paths,
+empty when none), target_peak_mib, passed (peak within the target and no TensorFlow); series [{t_s, vmrss_mib,
+vmhwm_mib}]; import_costs [{step, vmrss_mib}] and tensorflow_imported (by the actor's imports).
 """
 
 from __future__ import annotations
@@ -179,10 +185,11 @@ def main() -> int:
           r["final"].get("Threads", "?"), "no" if no_tf else "**yes**: " + ", ".join(r["tf_maps"][:3]),
           f"peak <= {TARGET_MIB} MiB, no TF", verdict)], align="lrrrrlll")
     marks = [t for t in (1, 5, 10, 20, 30, 60, 120, 300) if t <= args.seconds]
-    series = []
+    series, series_data = [], []
     for t in marks:
         s = min(samples, key=lambda x: abs(x[0] - t))
         series.append((f"{s[0]:.0f} s", f"{s[1] / 1024:.1f}", f"{s[2] / 1024:.1f}"))
+        series_data.append({"t_s": s[0], "vmrss_mib": s[1] / 1024, "vmhwm_mib": s[2] / 1024})
     series_table = _common.markdown_table(["since the first frames", "VmRSS MiB", "VmHWM MiB"], series)
     prev = None
     cost_rows = []
@@ -193,6 +200,18 @@ def main() -> int:
         cost_rows.append((label, f"{value / 1024:.1f}", "" if prev is None else f"+{(value - prev) / 1024:.1f}"))
         prev = value
     cost_table = _common.markdown_table(["fresh interpreter, step by step", "VmRSS MiB", "added MiB"], cost_rows)
+    final = r["final"]
+    data = dict(
+        game=args.game, envs=args.envs, seconds=args.seconds, steps_per_s=r["steps_per_s"], steady_mib=steady,
+        peak_mib=peak, growth_mib=growth, min_mib=min(mib), max_mib=max(mib),
+        rss_anon_mib=_common.kib(final, "RssAnon") / 1024, rss_file_mib=_common.kib(final, "RssFile") / 1024,
+        threads=int(final["Threads"]) if "Threads" in final else None, actor_restarts=r["restarts"],
+        actor_command=r["cmdline"], tensorflow_maps=r["tf_maps"], target_peak_mib=TARGET_MIB,
+        passed=verdict == "pass",
+        series=series_data,
+        import_costs=[{"step": label, "vmrss_mib": value / 1024} for label, value in costs
+                      if not isinstance(value, bool)],
+        tensorflow_imported=next((value for _, value in costs if isinstance(value, bool)), None))
 
     body = (
         _common.run_facts(load_before)
@@ -206,7 +225,8 @@ def main() -> int:
         + "\nWhere the memory comes from (a fresh interpreter importing what the actor imports, then creating the "
         "envs; the same imports as the actor, without the gRPC channel):\n\n" + cost_table
     )
-    _common.report("actor_memory", "Actor process memory (4 Atari envs)", body, t_script, write=not args.no_write)
+    _common.report("actor_memory", "Actor process memory (4 Atari envs)", body, t_script, write=not args.no_write,
+                   data=data, load_before=load_before)
     return 0
 
 

@@ -16,10 +16,16 @@ before the budget is spent), then writes
 * ``benchmarks/results/atari_<game>_<agent>.csv``: every episode's env frames, training hours and game score
   (the raw, unclipped return), with the mean of the last 20;
 * ``benchmarks/results/atari_<game>_<agent>.png``: the score against env frames and against training hours;
+* ``benchmarks/results/atari_<game>_<agent>.json``: the run's key figures (``_common.write_result``), data keys:
+  env, game, agent, preset, tag, logdir, run_command (this script's command for the whole run), train_commands
+  (``seed-rl train``'s, one per session), sessions, env_frames, training_hours, frames_per_s, episodes, window (20),
+  first_window_mean (the first 20 episodes), last_window_mean, best_window_mean (null under 20 episodes),
+  best_window_frames (env frames at the end of the best window), random_score (published; null when none), config
+  (the config line of the section);
 * its section of ``benchmarks/RESULTS.md``: frames, hours, frames/s, the final mean score of the last 20 episodes,
   the best mean of 20, and the config.
 
-``--report_only`` rewrites these three from the run directory without training. Extra arguments after ``--`` go
+``--report_only`` rewrites these four from the run directory without training. Extra arguments after ``--`` go
 to ``seed-rl train`` (e.g. ``-- --num_actors=3``).
 """
 
@@ -142,6 +148,7 @@ def report(args) -> Optional[str]:
     last_frames = int(frames[-1])
     full = len(scores) >= WINDOW
     best = float(means[WINDOW - 1:].max()) if full else float("nan")
+    best_frames = int(frames[WINDOW - 1 + int(means[WINDOW - 1:].argmax())]) if full else None
     config_text = ""
     config_path = os.path.join(args.logdir, "config.json")
     if os.path.exists(config_path):
@@ -171,13 +178,24 @@ def report(args) -> Optional[str]:
         ("random play (published)", f"{RANDOM_SCORE[args.game]}" if args.game in RANDOM_SCORE else
          f"not published; the first {WINDOW} episodes are near-random"),
     ]
-    body = (
-        f"Run on {_common.now_string()}: `python benchmarks/atari_learning.py "
+    run_command = (
+        f"python benchmarks/atari_learning.py "
         f"{'' if args.env == 'atari' else '--env=' + args.env + ' '}--game={args.game} "
         f"--agent={args.agent} --hours={args.hours}"
         f"{' --preset=' + args.preset if args.preset_given else ''}{' --tag=' + args.tag if args.tag else ''}"
         f"{' --total_frames=' + str(args.total_frames) if args.total_frames != 10**10 else ''}"
-        f"{' -- ' + ' '.join(args.extra) if args.extra else ''}` "
+        f"{' -- ' + ' '.join(args.extra) if args.extra else ''}")
+    summary = dict(
+        env=args.env, game=args.game, agent=args.agent, preset=args.preset, tag=args.tag, logdir=args.logdir,
+        run_command=run_command, train_commands=[" ".join(x.get("command", [])) for x in sessions],
+        sessions=len(sessions),
+        env_frames=last_frames, training_hours=total_hours, frames_per_s=last_frames / max(total_hours * 3600, 1),
+        episodes=len(scores), window=WINDOW, first_window_mean=float(scores[:WINDOW].mean()),
+        last_window_mean=float(means[-1]), best_window_mean=best, best_window_frames=best_frames,
+        random_score=RANDOM_SCORE.get(args.game), config=config_text)
+    print(f"wrote {_common.write_result(stem, summary)}", flush=True)
+    body = (
+        f"Run on {_common.now_string()}: `{run_command}` "
         f"(preset `{args.preset}`, run directory `{args.logdir}`); "
         f"{_common.versions()}; {_common.cpu_model()}.\n\n"
         + _common.markdown_table(["", ""], rows) + "\n\n"
@@ -233,7 +251,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--logdir", default=None,
                         help="default runs/atari_learning/<game>_<agent> (Atari), runs/learning/<env>_<game>_<agent>")
     parser.add_argument("--total_frames", type=int, default=10**10, help="frame budget passed to seed-rl train")
-    parser.add_argument("--report_only", action="store_true", help="write the CSV, PNG and RESULTS.md section")
+    parser.add_argument("--report_only", action="store_true",
+                        help="write the CSV, PNG, JSON summary and RESULTS.md section")
     parser.add_argument("--no_write", action="store_true", help="leave RESULTS.md alone")
     parser.add_argument("--tag", default="", help="a name for this run's variant (its results, its run directory)")
     args = parser.parse_args(argv)

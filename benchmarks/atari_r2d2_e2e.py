@@ -26,6 +26,16 @@ gives the replay memory of the unreduced ``atari_r2d2`` preset as the learner co
 
 Run:  python benchmarks/atari_r2d2_e2e.py [--seconds 60] [--batch_size 8] [--unroll_length 20] [--profile]
 Writes its section of benchmarks/RESULTS.md.
+
+Result file: benchmarks/results/atari_r2d2_e2e.json, data keys: game, num_actors, env_batch_size,
+inference_batch_size, batch_size, unroll_length, burn_in, sequence_length, replay_buffer_size,
+replay_buffer_min_size, replay_ratio, insertions_per_step, unroll_queue_size, action_repeats, frames_per_train_step,
+seconds, warmup, inference_seconds, train_steps (the parameters); isolated {before, after, mean}, each
+{inference_call_ms, s_prio_us, s_inf_us, train_step_s, replay_ms, s_train_us, ceiling_fps, overlap_fps} (per env
+frame: us; overlap_fps = 1 / max(s_inf, s_train), no target); ceiling_fps, e2e_fps, ratio (e2e / ceiling), target,
+passed, e2e_over_overlap; e2e (``_common.local_run_data``), trained_fps, sequences_inserted_per_s; profile
+(``--profile`` only); preset_replay_memory {<preset>: {sequences, steps, bytes, bytes_per_sequence,
+bytes_per_stored_frame, bytes_per_env_frame, observation_bytes, action_repeats}} for atari_r2d2 and atari_r2d2_gcp.
 """
 
 from __future__ import annotations
@@ -40,7 +50,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import _common  # noqa: E402
 import numpy as np  # noqa: E402
-from atari_vtrace_e2e import IsolatedCompute, real_frames  # noqa: E402
+from atari_vtrace_e2e import PROFILED_THREADS, IsolatedCompute, real_frames  # noqa: E402
 
 from seed_rl.config import Config, replace  # noqa: E402
 from seed_rl.configs import get_preset  # noqa: E402
@@ -156,8 +166,9 @@ class R2D2IsolatedCompute(IsolatedCompute):
                     s_replay=s_replay, s_train=(s_step + s_replay) / self.frames_per_step)
 
 
-def preset_replay_memory() -> str:
-    """The replay memory of the unreduced presets, computed as the learner's make_replay does."""
+def preset_replay_memory() -> tuple[str, dict]:
+    """The replay memory of the unreduced presets, computed as the learner's make_replay does: (the section's
+    sentence, its numbers per preset)."""
     import tensorflow as tf
 
     from seed_rl import agents as agents_lib
@@ -180,6 +191,9 @@ def preset_replay_memory() -> str:
         parts.append((name, size, store.full_length, required, per_seq, config.env.num_action_repeats))
     (name, size, length, required, per_seq, repeats), gcp = parts
     obs_bytes = int(np.prod(env_specs(get_preset(name).env)[0].shape))
+    numbers = {p[0]: dict(sequences=p[1], steps=p[2], bytes=p[3], bytes_per_sequence=p[4],
+                          bytes_per_stored_frame=p[4] / p[2], bytes_per_env_frame=p[4] / p[2] / p[5],
+                          observation_bytes=obs_bytes, action_repeats=p[5]) for p in parts}
     return (
         f"Replay memory of the unreduced `{name}` preset, as the learner prints it: \"seed_rl learner: the replay "
         f"buffer ({size:,d} sequences of {length} steps) takes {required / 2**30:.2f} GiB\" "
@@ -187,7 +201,36 @@ def preset_replay_memory() -> str:
         f"(step), of which {obs_bytes:,d} are the uint8 observation; {per_seq / length / repeats:,.0f} bytes per env "
         f"frame at action repeat {repeats}). For comparison `{gcp[0]}`: {gcp[1]:,d} sequences of {gcp[2]} steps, "
         f"{gcp[3] / 2**30:,.1f} GiB ({gcp[4] / gcp[2]:,.0f} bytes per stored frame).\n"
-    )
+    ), numbers
+
+
+def result_data(args, config: Config, iso: R2D2IsolatedCompute, e2e: dict, measured: dict) -> dict:
+    """The numbers of the section, for the result file (keys in the module docstring); ``measured``: before,
+    after and mean of ``R2D2IsolatedCompute.measure``."""
+    run, agent_cfg, repeats = config.run, config.agent, config.env.num_action_repeats
+    rows = run.resolved_inference_batch_size
+    isolated = {
+        label: dict(inference_call_ms=d["s_inf"] * rows * repeats * 1e3, s_prio_us=d["s_prio"] * 1e6,
+                    s_inf_us=d["s_inf"] * 1e6, train_step_s=d["s_step"], replay_ms=d["s_replay"] * 1e3,
+                    s_train_us=d["s_train"] * 1e6, ceiling_fps=1 / (d["s_inf"] + d["s_train"]),
+                    overlap_fps=1 / max(d["s_inf"], d["s_train"]))
+        for label, d in measured.items()}
+    ceiling, overlap = isolated["mean"]["ceiling_fps"], isolated["mean"]["overlap_fps"]
+    data = dict(
+        game=args.game, num_actors=run.num_actors, env_batch_size=run.env_batch_size, inference_batch_size=rows,
+        batch_size=run.batch_size, unroll_length=run.unroll_length, burn_in=agent_cfg.burn_in,
+        sequence_length=agent_cfg.burn_in + run.unroll_length + 1, replay_buffer_size=agent_cfg.replay_buffer_size,
+        replay_buffer_min_size=agent_cfg.replay_buffer_min_size, replay_ratio=agent_cfg.replay_ratio,
+        insertions_per_step=iso.insertions, unroll_queue_size=run.resolved_unroll_queue_size, action_repeats=repeats,
+        frames_per_train_step=iso.frames_per_step, seconds=args.seconds, warmup=args.warmup,
+        inference_seconds=args.inference_seconds, train_steps=args.train_steps, isolated=isolated,
+        ceiling_fps=ceiling, e2e_fps=e2e["fps"], ratio=e2e["fps"] / ceiling, target=TARGET,
+        passed=e2e["fps"] / ceiling >= TARGET, e2e_over_overlap=e2e["fps"] / overlap,
+        e2e=_common.local_run_data(e2e), trained_fps=e2e["train_steps_per_s"] * iso.frames_per_step,
+        sequences_inserted_per_s=e2e["train_steps_per_s"] * iso.insertions)
+    if e2e["sampler"] is not None:
+        data["profile"] = e2e["sampler"].data(PROFILED_THREADS, top=5)
+    return data
 
 
 def main() -> int:
@@ -222,7 +265,7 @@ def main() -> int:
         after = iso.measure(args.inference_seconds, args.train_steps)
         print(f"  after: s_inf {after['s_inf'] * 1e6:.0f} us/frame, train step {after['s_step']:.3f} s + replay "
               f"{after['s_replay'] * 1e3:.1f} ms, s_train {after['s_train'] * 1e6:.0f} us/frame", flush=True)
-        memory_line = preset_replay_memory()
+        memory_line, memory_data = preset_replay_memory()
         print(memory_line, flush=True)
 
     mean = {k: (before[k] + after[k]) / 2 for k in before}
@@ -293,12 +336,13 @@ def main() -> int:
         "and gRPC's own):\n\n" + e2e["cpu"].table()
     )
     if e2e["sampler"] is not None:
-        groups = ["seed_rl-batcher", "training", "seed_rl-grpc_*", "launcher", "MainThread"]
         body += "\nWhere the learner's Python threads are (sampled every 5 ms during the window):\n\n" + \
-            e2e["sampler"].table(groups, top=5)
+            e2e["sampler"].table(PROFILED_THREADS, top=5)
     body += "\n" + memory_line
+    data = result_data(args, config, iso, e2e, {"before": before, "after": after, "mean": mean})
+    data["preset_replay_memory"] = memory_data
     _common.report("atari_r2d2_e2e", "Atari R2D2 end to end vs compute ceiling",
-                   body, t_script, write=not args.no_write)
+                   body, t_script, write=not args.no_write, data=data, load_before=load_before)
     return 0
 
 

@@ -21,6 +21,14 @@ on a machine whose load drifts. Target: e2e / ceiling >= 0.75.
 
 Run:  python benchmarks/atari_vtrace_e2e.py [--seconds 60] [--batch_size 8] [--unroll_length 20] [--profile]
 Writes its section of benchmarks/RESULTS.md.
+
+Result file: benchmarks/results/atari_vtrace_e2e.json, data keys: game, num_actors, env_batch_size,
+inference_batch_size, batch_size, unroll_length, action_repeats, frames_per_train_step, seconds, warmup,
+inference_seconds, train_steps (the parameters); isolated {before, after, mean}, each {inference_call_ms, s_inf_us,
+train_step_s, s_train_us, ceiling_fps} (per env frame: us); ceiling_fps, e2e_fps, ratio (e2e / ceiling), target,
+passed; e2e (``_common.local_run_data``: fps, window_s, frames, train_steps, train_steps_per_s, startup_s,
+batch_rows, handler_ms, wait_ms, queue, actor_restarts, cpu {wall_s, cpu_s}), trained_fps, unroll_queue_size;
+profile (``--profile`` only: per thread group [{where, share}]).
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ from seed_rl.configs import get_preset  # noqa: E402
 from seed_rl.envs import create_environment, env_specs  # noqa: E402
 
 TARGET = 0.75
+PROFILED_THREADS = ("seed_rl-batcher", "training", "seed_rl-grpc_*", "launcher", "MainThread")
 
 
 def build_config(args, logdir: str) -> Config:
@@ -168,6 +177,32 @@ class IsolatedCompute:
         return s_row / self.repeats, s_step / (run.batch_size * run.unroll_length * self.repeats)
 
 
+def result_data(args, config: Config, e2e: dict, measured, target: float) -> dict:
+    """The numbers of the section, for the result file (keys in the module docstring); ``measured``: ((s_inf,
+    s_train) before, (s_inf, s_train) after), seconds per env frame."""
+    run, repeats = config.run, config.env.num_action_repeats
+    rows, frames_per_step = run.resolved_inference_batch_size, run.batch_size * run.unroll_length * repeats
+    (s_inf_a, s_train_a), (s_inf_b, s_train_b) = measured
+    isolated = {}
+    for label, s_inf, s_train in (("before", s_inf_a, s_train_a), ("after", s_inf_b, s_train_b),
+                                  ("mean", (s_inf_a + s_inf_b) / 2, (s_train_a + s_train_b) / 2)):
+        isolated[label] = dict(inference_call_ms=s_inf * rows * repeats * 1e3, s_inf_us=s_inf * 1e6,
+                               train_step_s=s_train * frames_per_step, s_train_us=s_train * 1e6,
+                               ceiling_fps=1 / (s_inf + s_train))
+    ceiling = isolated["mean"]["ceiling_fps"]
+    data = dict(
+        game=args.game, num_actors=run.num_actors, env_batch_size=run.env_batch_size, inference_batch_size=rows,
+        batch_size=run.batch_size, unroll_length=run.unroll_length, action_repeats=repeats,
+        frames_per_train_step=frames_per_step, seconds=args.seconds, warmup=args.warmup,
+        inference_seconds=args.inference_seconds, train_steps=args.train_steps, isolated=isolated,
+        ceiling_fps=ceiling, e2e_fps=e2e["fps"], ratio=e2e["fps"] / ceiling, target=target,
+        passed=e2e["fps"] / ceiling >= target, e2e=_common.local_run_data(e2e),
+        trained_fps=e2e["train_steps_per_s"] * frames_per_step, unroll_queue_size=run.resolved_unroll_queue_size)
+    if e2e["sampler"] is not None:
+        data["profile"] = e2e["sampler"].data(PROFILED_THREADS, top=5)
+    return data
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     _common.add_e2e_arguments(parser, what="unrolls (preset: 32)")
@@ -241,11 +276,11 @@ def main() -> int:
         "and gRPC's own):\n\n" + e2e["cpu"].table()
     )
     if e2e["sampler"] is not None:
-        groups = ["seed_rl-batcher", "training", "seed_rl-grpc_*", "launcher", "MainThread"]
         body += "\nWhere the learner's Python threads are (sampled every 5 ms during the window):\n\n" + \
-            e2e["sampler"].table(groups, top=5)
+            e2e["sampler"].table(PROFILED_THREADS, top=5)
     _common.report("atari_vtrace_e2e", "Atari V-trace end to end vs compute ceiling",
-                   body, t_script, write=not args.no_write)
+                   body, t_script, write=not args.no_write, load_before=load_before,
+                   data=result_data(args, config, e2e, ((s_inf_a, s_train_a), (s_inf_b, s_train_b)), TARGET))
     return 0
 
 

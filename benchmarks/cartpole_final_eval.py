@@ -5,7 +5,9 @@ checkpoints (``--final_eval_episodes``), against the training windows the run pr
 Each seed runs ``seed-rl train`` in its own run directory under ``--workdir`` (kept, so the command resumes: a
 seed with a ``final_eval.json`` is not run again). Writes ``benchmarks/results/cartpole_final_eval.json``: per seed
 the frames, the best window and its greedy evaluation, the last window and the latest checkpoint's greedy
-evaluation; the command, commit, machine and date.
+evaluation; the command, commit, machine and date. The file keeps one entry per ``--label`` (each run of the
+script replaces its own), so its layout is its own rather than ``_common.write_result``'s, with the same facts:
+command, commit (``_common.git_commit``), date, machine, load_before, versions.
 
 Run:  python benchmarks/cartpole_final_eval.py [--seeds=1,2,3] [--episodes=10] [--workdir=runs/cartpole_final_eval]
       [--extra="--learning_rate=0.001"] [--label=NAME]
@@ -24,13 +26,6 @@ import _common
 
 RESULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "cartpole_final_eval.json")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _commit() -> str:
-    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
-                           text=True).stdout.strip()
-    return out.stdout.strip() + (" (with uncommitted changes)" if dirty else "")
 
 
 def run_seed(seed: int, logdir: str, episodes: int, extra: list[str]) -> dict:
@@ -70,13 +65,14 @@ def main() -> None:
         with open(RESULT) as f:
             results = json.load(f)
     results[args.label] = {
-        "command": _common.command_line(), "commit": _commit(), "date": _common.now_string(),
+        "command": _common.command_line(), "commit": _common.git_commit(), "date": _common.now_string(),
         "machine": f"{_common.cpu_model()}, {os.cpu_count()} cores, {_common.memory_gib():.0f} GiB",
         "load_before": load_before, "versions": _common.versions(), "greedy_episodes": args.episodes,
         "flags": extra, "seeds": rows}
     os.makedirs(os.path.dirname(RESULT), exist_ok=True)
-    with open(RESULT, "w") as f:
+    with open(RESULT + ".tmp", "w") as f:
         json.dump(results, f, indent=1)
+    os.replace(RESULT + ".tmp", RESULT)
     print(_common.markdown_table(
         ["seed", "stopped", "frames", "best window", "best greedy", "last window", "latest greedy"],
         [[r["seed"], r["stopped"], f"{r['env_frames']:,}", f"{r['best_window']:.1f}", f"{r['best_greedy']:.1f}",

@@ -17,6 +17,11 @@ RTT / 2 in each direction, with unbounded buffers: the round-trip time is the on
 
 Run:  python benchmarks/flow_control.py [--rtt_ms=20] [--envs=32,128] [--actors=2] [--seconds=10] [--no_write]
 Writes its section of benchmarks/RESULTS.md.
+
+Result file: benchmarks/results/flow_control.json, data keys: rtt_ms, actors, seconds, warmup, envs (K values),
+variants (the parameters); ceiling_messages_per_s (one round trip per RTT per actor); cells [{variant, envs,
+message_mib, window_mib (announced at the start), messages_per_s, mb_per_s, vs_grpc (messages/s over the `grpc`
+variant's at the same K; null when not measured), errors (count), first_errors}].
 """
 
 from __future__ import annotations
@@ -154,6 +159,12 @@ def run_cell(variant: str, envs: int, *, actors: int, rtt_ms: float, seconds: fl
                 message_mib=message_bytes / 2**20, errors=errors)
 
 
+def vs_grpc(cell: dict, cells: list[dict]) -> float | None:
+    """A cell's messages/s over those of the `grpc` variant at the same K; None when that was not measured."""
+    base = next((c for c in cells if c["envs"] == cell["envs"] and c["variant"] == "grpc"), None)
+    return cell["rate"] / base["rate"] if base and base["rate"] else None
+
+
 def main(argv: list[str] | None = None) -> int:
     if argv is None and len(sys.argv) > 1 and sys.argv[1] == "--_proxy":
         _proxy_main(int(sys.argv[2]), float(sys.argv[3]))
@@ -186,11 +197,17 @@ def main(argv: list[str] | None = None) -> int:
     ceiling = args.actors * 1000.0 / args.rtt_ms
     rows = []
     for cell in cells:
-        base = next((c for c in cells if c["envs"] == cell["envs"] and c["variant"] == "grpc"), None)
-        ratio = f"{cell['rate'] / base['rate']:.2f}" if base and base["rate"] else "n/a"
+        ratio = vs_grpc(cell, cells)
         rows.append([f"`{cell['variant']}`", cell["envs"], f"{cell['message_mib']:.2f}",
-                     f"{cell['window'] / 2**20:.2f}", f"{cell['rate']:.1f}", f"{cell['mb_s']:.0f}", ratio,
+                     f"{cell['window'] / 2**20:.2f}", f"{cell['rate']:.1f}", f"{cell['mb_s']:.0f}",
+                     "n/a" if ratio is None else f"{ratio:.2f}",
                      len(cell["errors"])])
+    data = dict(
+        rtt_ms=args.rtt_ms, actors=args.actors, seconds=args.seconds, warmup=args.warmup, envs=envs_list,
+        variants=variants, ceiling_messages_per_s=ceiling,
+        cells=[dict(variant=c["variant"], envs=c["envs"], message_mib=c["message_mib"], window_mib=c["window"] / 2**20,
+                    messages_per_s=c["rate"], mb_per_s=c["mb_s"], vs_grpc=vs_grpc(c, cells), errors=len(c["errors"]),
+                    first_errors=c["errors"][:2]) for c in cells])
     body = (
         _common.run_facts(load_before)
         + f"\n{args.actors} actors (`LearnerClient` threads, each its own TCP connection, closed loop) send K Atari "
@@ -205,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
             ["flow control", "K", "message MiB", "window MiB", "messages/s", "MB/s", "vs `grpc`", "errors"], rows)
     )
     _common.report("flow_control", "Flow control: big messages from far-away actors", body, t_script,
-                   write=not args.no_write)
+                   write=not args.no_write, data=data, load_before=load_before)
     return 0
 
 

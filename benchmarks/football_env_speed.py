@@ -9,6 +9,10 @@ the packing. Needs gfootball (scripts/install_football.sh).
 
 Run:  python benchmarks/football_env_speed.py [--seconds 20]
 Writes its section of benchmarks/RESULTS.md.
+
+Result file: benchmarks/results/football_env_speed.json, data keys: seconds (per env, the parameter); scenarios
+[{scenario, gfootball_steps_per_s, seed_rl_steps_per_s, ratio (seed_rl / gfootball), gfootball_episodes,
+seed_rl_episodes}].
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ def main() -> None:
     from seed_rl.config import EnvConfig
     from seed_rl.envs import create_environment
 
-    rows = []
+    rows, measured = [], []
     for scenario in SCENARIOS:
         raw = football_env.create_environment(env_name=scenario, representation="extracted", stacked=True,
                                               rewards="scoring", channel_dimensions=(96, 72))
@@ -66,6 +70,8 @@ def main() -> None:
         env.close()
         rows.append((scenario, f"{raw_rate:,.0f}", f"{ours_rate:,.0f}", f"{ours_rate / raw_rate:.2f}",
                      f"{raw_episodes} / {episodes}"))
+        measured.append(dict(scenario=scenario, gfootball_steps_per_s=raw_rate, seed_rl_steps_per_s=ours_rate,
+                             ratio=ours_rate / raw_rate, gfootball_episodes=raw_episodes, seed_rl_episodes=episodes))
         print(rows[-1], flush=True)
     body = (
         f"Run on {_common.now_string()}: `python benchmarks/football_env_speed.py --seconds={args.seconds:g}`; "
@@ -78,7 +84,8 @@ def main() -> None:
         "actor's env steps/s is about this number whatever its env batch.\n"
     )
     _common.report("football_env_speed", "Football env steps per second (one actor process)", body, t_script,
-                   write=not args.no_write)
+                   write=not args.no_write, data={"seconds": args.seconds, "scenarios": measured},
+                   load_before=load_before)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,11 @@ adds over raw gRPC.
 
 Run:  python benchmarks/inference_latency.py [--seconds 8] [--clients 1 4 16]
 Writes its section of benchmarks/RESULTS.md.
+
+Result file: benchmarks/results/inference_latency.json, data keys: game, clients (the N measured), envs_per_client,
+seconds, warmup, max_batch_wait_ms (the parameters); cells [{clients, inference_batch, server ("raw gRPC" or
+"learner"), p50_ms, p99_ms, round_trips_per_s, mean_batch_rows, handler_ms, wait_ms, learner_adds_p50_ms,
+learner_adds_p99_ms (null on the raw gRPC rows)}].
 """
 
 from __future__ import annotations
@@ -223,10 +228,17 @@ def main() -> int:
     finally:
         pool.close()
 
-    rows = []
+    rows, measured = [], []
     for n in args.clients:
         raw, lrn = cells[(n, "raw gRPC")], cells[(n, "learner")]
         for kind, c in (("raw gRPC", raw), ("learner", lrn)):
+            learner = kind == "learner"
+            measured.append(dict(
+                clients=n, inference_batch=max(k, n * k // 2), server=kind, p50_ms=c["p50"] * 1e3,
+                p99_ms=c["p99"] * 1e3, round_trips_per_s=c["rate"], mean_batch_rows=c["rows"],
+                handler_ms=c["handler"], wait_ms=c["wait"],
+                learner_adds_p50_ms=(lrn["p50"] - raw["p50"]) * 1e3 if learner else None,
+                learner_adds_p99_ms=(lrn["p99"] - raw["p99"]) * 1e3 if learner else None))
             added = "" if kind == "raw gRPC" else (
                 f"+{(lrn['p50'] - raw['p50']) * 1e3:.2f} ms / +{(lrn['p99'] - raw['p99']) * 1e3:.2f} ms")
             rows.append((n, max(k, n * k // 2), kind, f"{c['p50'] * 1e3:.2f} ms", f"{c['p99'] * 1e3:.2f} ms", added,
@@ -245,8 +257,10 @@ def main() -> int:
         f"batcher's mean per batch (for the learner: the TF inference step, table updates and unroll bookkeeping).\n\n"
         + table
     )
+    data = dict(game=args.game, clients=args.clients, envs_per_client=k, seconds=args.seconds, warmup=args.warmup,
+                max_batch_wait_ms=MAX_BATCH_WAIT_MS, cells=measured)
     _common.report("inference_latency", "Inference round trip: learner vs raw gRPC",
-                   body, t_script, write=not args.no_write)
+                   body, t_script, write=not args.no_write, data=data, load_before=load_before)
     return 0
 
 

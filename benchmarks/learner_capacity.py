@@ -28,6 +28,13 @@ config default max(K, N K // 2) (half of the envs: half of the actors' messages 
 actor's message in one batch; with real actors, whose ``actor_env_groups`` = 2 send their envs in two messages of
 K / 2, this is the batch the default gives: one message of every actor). Writes its section of
 benchmarks/RESULTS.md.
+
+Result file: benchmarks/results/learner_capacity.json, data keys: envs_per_message (the K measured), streams,
+seconds, warmup, client_processes, carriers, batches, server_kinds, gc_thresholds (null: the learner's default)
+(the parameters); cells [{carrier, envs_per_message, batch, inference_batch, mean_batch_rows, env_steps_per_s,
+learner_cpu and clients_cpu (cores), us_per_env_step, env_steps_per_core_s, errors, notes}]; target_us,
+target_min_envs; targets [{carrier, passed, per_k [{envs_per_message, best_batch, best_us, default_us (null when
+the default batch was not measured)}]}] (empty when no K reached target_min_envs).
 """
 
 from __future__ import annotations
@@ -81,13 +88,12 @@ def table(cells: list[dict]) -> str:
          "learner CPU us / env step", "env steps per learner core-s", "clients CPU", "errors"], rows)
 
 
-def target_rows(cells: list[dict]) -> str:
+def targets(cells: list[dict]) -> list[tuple[str, list[tuple[int, dict, dict | None]], bool]]:
     """Per carrier: at every K >= TARGET_MIN_ENVS, the cheapest inference batch measured must cost at most
-    TARGET_US; the measured column also gives the default batch's (``auto``) cost at each K."""
+    TARGET_US. Returns [(carrier, [(K, the cheapest cell, the default batch's (``auto``) cell or None)], passed)],
+    empty when no cell has TARGET_MIN_ENVS envs per message or more."""
     big = [c for c in cells if c["k"] >= TARGET_MIN_ENVS and c["us"] == c["us"]]
-    if not big:
-        return f"No cell with {TARGET_MIN_ENVS} or more envs per message: the target was not measured.\n"
-    lines = []
+    out = []
     for carrier in sorted({c["carrier"] for c in big}):
         mine = [c for c in big if c["carrier"] == carrier]
         per_k = []
@@ -95,7 +101,17 @@ def target_rows(cells: list[dict]) -> str:
             best = min((c for c in mine if c["k"] == k), key=lambda c: c["us"])
             default = next((c for c in mine if c["k"] == k and c["batch"] == "auto"), None)
             per_k.append((k, best, default))
-        ok = all(best["us"] <= TARGET_US for _, best, _ in per_k)
+        out.append((carrier, per_k, all(best["us"] <= TARGET_US for _, best, _ in per_k)))
+    return out
+
+
+def target_rows(cells: list[dict]) -> str:
+    """The targets as a table; the measured column also gives the default batch's cost at each K."""
+    results = targets(cells)
+    if not results:
+        return f"No cell with {TARGET_MIN_ENVS} or more envs per message: the target was not measured.\n"
+    lines = []
+    for carrier, per_k, ok in results:
         measured = "; ".join(
             f"K={k}: {best['us']:.1f} us (batch {best['batch']})"
             + (f", default batch {default['us']:.1f}" if default is not None and default is not best else "")
@@ -103,6 +119,30 @@ def target_rows(cells: list[dict]) -> str:
         lines.append((f"{carrier}: learner CPU per env step at >= {TARGET_MIN_ENVS} envs/message <= {TARGET_US:g} us",
                       measured, "**pass**" if ok else "**FAIL**"))
     return _common.markdown_table(["target", "measured", "result"], lines, align="llr")
+
+
+def result_data(args, cells: list[dict], gc_thresholds: list[int | None]) -> dict:
+    """The numbers of the section, for the result file (keys in the module docstring; a NaN is written null)."""
+    def listed(text: str) -> list[str]:
+        return [x for x in text.split(",") if x]
+
+    return dict(
+        envs_per_message=[int(k) for k in listed(args.envs_per_message)], streams=args.streams,
+        seconds=args.seconds, warmup=args.warmup, client_processes=args.client_processes,
+        carriers=listed(args.carriers), batches=listed(args.batches), server_kinds=listed(args.server_kinds),
+        gc_thresholds=gc_thresholds,
+        cells=[dict(carrier=c["carrier"], envs_per_message=c["k"], batch=c["batch"],
+                    inference_batch=c["inference_batch"], mean_batch_rows=c["mean_rows"],
+                    env_steps_per_s=c["steps_per_s"], learner_cpu=c["cpu"], clients_cpu=c["clients_cpu"],
+                    us_per_env_step=c["us"],
+                    env_steps_per_core_s=1e6 / c["us"] if c["us"] == c["us"] and c["us"] > 0 else None,
+                    errors=c["errors"], notes=c["notes"]) for c in cells],
+        target_us=TARGET_US, target_min_envs=TARGET_MIN_ENVS,
+        targets=[dict(carrier=carrier, passed=ok,
+                      per_k=[dict(envs_per_message=k, best_batch=best["batch"], best_us=best["us"],
+                                  default_us=None if default is None else default["us"])
+                             for k, best, default in per_k])
+                 for carrier, per_k, ok in targets(cells)])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         + table(cells) + "\n" + target_rows(cells)
     )
     _common.report("learner_capacity", "Learner capacity: CPU per env step", body, t_script,
-                   write=not args.no_write)
+                   write=not args.no_write, data=result_data(args, cells, gc_thresholds), load_before=load_before)
     return 0
 
 

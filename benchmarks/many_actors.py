@@ -32,6 +32,16 @@ Run:  python benchmarks/many_actors.py [--streams=10,100,1000] [--seconds=60] [-
       [--server_kind=threads|aio|both] [--real_learner] [--local_stream] [--no_write]
 The issue's target run:  python benchmarks/many_actors.py --streams=100,1000 --seconds=600 --server_kind=aio
 Writes its section of benchmarks/RESULTS.md (``--no_write``: print only).
+
+Result file: benchmarks/results/<section>.json (``--section``, default many_actors), data keys: the parameters
+(streams, seconds, warmup, client_processes, connection, client, env_step_ms, local_stream, real_learner,
+server_kind, aio_listeners, gc_thresholds, flow_control, pin_server, max_batch_wait_ms; null: the default);
+results [{server, streams, stepped, connected_s, setup_errors and window_errors ({status code: count}),
+round_trips_per_s, p50_ms, p99_ms, server_threads {start, max, end}, server_rss_mib {mid, end}, rss_growth
+(relative), mean_batch_rows, server_cpu and clients_cpu (cores), client_processes, client_threads_max, sockets
+(per client process)}]; servers {<server>: {timeline [{t_s, server_threads, server_rss_mib, server_open_files,
+round_trips_per_s}] at its largest N, targets_line, targets [{target, measured, passed (null: not measured)}]}};
+max_learner_threads, min_rate_ratio, max_rss_growth (the targets); notes, error_messages.
 """
 
 from __future__ import annotations
@@ -811,12 +821,12 @@ def rate_between(result: dict, t0: float, t1: float) -> float:
     return float(count) / (t1 - t0)
 
 
-def timeline_table(result: dict, rows: int = 10) -> str:
-    """Server threads, RSS and open files at about ``rows`` + 1 evenly spaced times of the window, with the rate of
-    the round trips that ended since the previous row."""
+def timeline(result: dict, rows: int = 10) -> list[tuple[float, int, float, int, float]]:
+    """(seconds, server threads, server RSS KiB, server open files, round trips/s since the row before (NaN in the
+    first)) at about ``rows`` + 1 evenly spaced times of the window."""
     s = window_samples(result)
     if not s:
-        return "(no samples)\n"
+        return []
     picks = []
     for i in range(rows + 1):
         t = result["seconds"] * i / rows
@@ -826,9 +836,19 @@ def timeline_table(result: dict, rows: int = 10) -> str:
     out = []
     previous = None
     for t, threads, rss, fds in picks:
-        rate = rate_between(result, previous, t) if previous is not None else float("nan")
-        out.append((f"{t:.1f}", threads, f"{rss / 1024:.0f}", fds, "" if np.isnan(rate) else f"{rate:,.0f}"))
+        out.append((t, threads, rss, fds, rate_between(result, previous, t) if previous is not None else float("nan")))
         previous = t
+    return out
+
+
+def timeline_table(result: dict, rows: int = 10) -> str:
+    """Server threads, RSS and open files at about ``rows`` + 1 evenly spaced times of the window, with the rate of
+    the round trips that ended since the previous row."""
+    picks = timeline(result, rows)
+    if not picks:
+        return "(no samples)\n"
+    out = [(f"{t:.1f}", threads, f"{rss / 1024:.0f}", fds, "" if np.isnan(rate) else f"{rate:,.0f}")
+           for t, threads, rss, fds, rate in picks]
     return _common.markdown_table(["t (s)", "server threads", "server RSS MiB", "server open files",
                                    "round trips/s since the row before"], out)
 
@@ -882,6 +902,44 @@ def targets_table(results: list[dict]) -> str:
     verdict = {True: "**pass**", False: "**FAIL**", None: "n/a"}
     return line + ":\n\n" + _common.markdown_table(
         ["target", "measured", "result"], [(t, m, verdict[p]) for t, m, p in rows], align="llr")
+
+
+def result_data(args, results: list[dict]) -> dict:
+    """The numbers of the section, for the result file (keys in the module docstring)."""
+    def mib(kib_value) -> float | None:
+        return None if kib_value is None else kib_value / 1024
+
+    rows = []
+    for r in results:
+        mid, end, growth = rss_growth(r)
+        rows.append(dict(
+            server=r["label"], streams=r["n"], stepped=r["ready"], connected_s=r["connect_s"],
+            setup_errors=dict(setup_errors(r)), window_errors=dict(window_errors(r)), round_trips_per_s=r["rate"],
+            p50_ms=r["p50_ms"], p99_ms=r["p99_ms"], server_threads=thread_stats(r),
+            server_rss_mib={"mid": mib(mid), "end": mib(end)}, rss_growth=growth,
+            mean_batch_rows=r["stats"].get("mean_batch_rows", 0.0), server_cpu=r["server_cpu"],
+            clients_cpu=r["clients_cpu"], client_processes=r["processes"],
+            client_threads_max=max((t for _, t in r["client_threads"]), default=0), sockets=r["sockets"]))
+    servers = {}
+    for label in dict.fromkeys(r["label"] for r in results):
+        mine = [r for r in results if r["label"] == label]
+        big = max(mine, key=lambda r: r["n"])
+        line, target_rows = targets(mine)
+        servers[label] = dict(
+            timeline=[dict(t_s=t, server_threads=th, server_rss_mib=rss / 1024, server_open_files=fds,
+                           round_trips_per_s=rate) for t, th, rss, fds, rate in timeline(big)],
+            targets_line=line, targets=[dict(target=t, measured=m, passed=p) for t, m, p in target_rows])
+    return dict(
+        streams=[int(x) for x in args.streams.split(",") if x.strip()], seconds=args.seconds, warmup=args.warmup,
+        client_processes=args.client_processes, connection=args.connection, client=args.client,
+        env_step_ms=args.env_step_ms, local_stream=args.local_stream, real_learner=args.real_learner,
+        server_kind=args.server_kind, aio_listeners=int_variants(args.aio_listeners),
+        gc_thresholds=int_variants(args.gc_thresholds),
+        flow_control=[f.strip() for f in args.flow_control.split(",") if f.strip()], pin_server=args.pin_server,
+        max_batch_wait_ms=MAX_BATCH_WAIT_MS, results=rows, servers=servers, max_learner_threads=MAX_LEARNER_THREADS,
+        min_rate_ratio=MIN_RATE_RATIO, max_rss_growth=MAX_RSS_GROWTH,
+        notes=[f"{r['label']} N={r['n']}: {note}" for r in results for note in r["notes"]],
+        error_messages=[f"{r['label']} N={r['n']}: {m[:300]}" for r in results for m in r["error_messages"][:3]])
 
 
 # ------------------------------------------------------------------------------------------------ main
@@ -1010,8 +1068,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     title = "Many actors: N streams against one learner" + ("" if args.section == "many_actors" else
                                                               f" ({args.section})")
-    _common.report(args.section, title, body, t_script,
-                   write=not args.no_write)
+    _common.report(args.section, title, body, t_script, write=not args.no_write,
+                   data=result_data(args, results), load_before=load_before)
     return 0
 
 

@@ -19,6 +19,15 @@ hits both alike. Only ratios measured in the same run are compared.
 
 Run:  python benchmarks/replay_throughput.py [--written 2040] [--repeats 30]
 Writes the tables to benchmarks/RESULTS_replay.md.
+
+Result file: benchmarks/results/replay_throughput.json, data keys: capacities, frame_sides, written, insert_batch,
+tree_capacities, repeats (the parameters), batch_size, alpha, beta, sequence_steps; atari [{frame, bytes_per_sequence,
+capacity, tree_leaves, written, insert_seq_per_s, insert_mb_per_s, sample_ms, sample_seq_per_s, update_us, error
+(null, or why the capacity could not be mapped)}]; atari_ratios [{frame, small, large (capacities), sample_ratio,
+update_ratio, insert_ratio (small / large), flat (sample_ratio <= flat_limit)}], flat_limit; tree [{capacity,
+sample_us, update_us, original_sample_us}]; tree_ratios [{capacity, over, sample, update, original}]; memory
+{preset_capacity, bytes_per_sequence, required_bytes, bytes_per_stored_frame, frames_bytes,
+r2d2_defaults_required_bytes}.
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ import statistics
 import time
 from typing import Callable, NamedTuple
 
+import _common
 import numpy as np
 
 from seed_rl.learner.replay import PrioritizedReplay, bytes_per_item, required_bytes
@@ -45,6 +55,7 @@ PRESET_INSERT_BATCH = 85  # int(batch_size 64 / replay_ratio 0.75)
 BATCH_SIZE = 64  # --batch_size
 NUM_ACTIONS = 18  # full Atari action set: the largest Q-value vector
 ALPHA, BETA = 0.9, 0.6  # --priority_exponent, --importance_sampling_exponent
+FLAT_LIMIT = 1.5  # the sample time at the larger capacity over the smaller's that still counts as flat
 
 
 class AgentOutput(NamedTuple):
@@ -201,19 +212,26 @@ def bench_tree(capacities, repeats: int) -> list[dict]:
 # ------------------------------------------------------------------------------------------------ report
 
 
-def preset_lines() -> list[str]:
+def preset_memory() -> dict:
+    """The replay memory of the original's Atari preset and of the R2D2 flag defaults (``required_bytes``)."""
     specs = atari_r2d2_specs()
-    item = bytes_per_item(specs)
     total = required_bytes(PRESET_CAPACITY, specs)
-    frames = PRESET_CAPACITY * PRESET_STEPS * 84 * 84
-    default_specs = atari_r2d2_specs(steps=100 + 40 + 1)
+    return dict(preset_capacity=PRESET_CAPACITY, bytes_per_sequence=bytes_per_item(specs), required_bytes=total,
+                bytes_per_stored_frame=total / (PRESET_CAPACITY * PRESET_STEPS),
+                frames_bytes=PRESET_CAPACITY * PRESET_STEPS * 84 * 84,
+                r2d2_defaults_required_bytes=required_bytes(100, atari_r2d2_specs(steps=100 + 40 + 1)))
+
+
+def preset_lines() -> list[str]:
+    m = preset_memory()
+    item, total, frames = m["bytes_per_sequence"], m["required_bytes"], m["frames_bytes"]
     return [
         f"- Original Atari preset (replay_buffer_size {PRESET_CAPACITY:,}, {PRESET_STEPS} steps per sequence, "
         f"{NUM_ACTIONS} actions): {item:,} bytes per sequence, **{total / (PRESET_CAPACITY * PRESET_STEPS):,.0f} "
         f"bytes per stored frame** (7,056 of them the 84x84 frame), `required_bytes` = {gib(total)} "
         f"(frames alone {gib(frames)}). A full checkpoint of it would be about the same size.",
         f"- R2D2 flag defaults (replay_buffer_size 100, unroll_length 100 + burn_in 40 + 1 = 141 steps): "
-        f"{gib(required_bytes(100, default_specs))}.",
+        f"{gib(m['r2d2_defaults_required_bytes'])}.",
     ]
 
 
@@ -235,20 +253,34 @@ def _atari_table(rows) -> list[str]:
     return lines
 
 
-def _atari_ratios(rows) -> list[str]:
-    lines = []
+def atari_ratios(rows) -> list[dict]:
+    """Per frame size, the largest capacity against the smallest (frame, small, large, sample_ratio, update_ratio,
+    insert_ratio, flat); a frame size with fewer than two mapped capacities has only ``frame``."""
+    out = []
     for frame in sorted({r["frame"] for r in rows}, reverse=True):
         ok = [r for r in rows if r["frame"] == frame and "error" not in r]
         if len(ok) < 2:
-            lines.append(f"- {frame}x{frame}: fewer than two capacities could be mapped on this machine; no ratio.")
+            out.append(dict(frame=frame))
             continue
         small, large = ok[0], ok[-1]
         ratio = large["sample_s"] / small["sample_s"]
-        verdict = "flat" if ratio <= 1.5 else "NOT flat"
+        out.append(dict(frame=frame, small=small["capacity"], large=large["capacity"], sample_ratio=ratio,
+                        update_ratio=large["update_s"] / small["update_s"],
+                        insert_ratio=small["insert_seq_s"] / large["insert_seq_s"], flat=ratio <= FLAT_LIMIT))
+    return out
+
+
+def _atari_ratios(rows) -> list[str]:
+    lines = []
+    for r in atari_ratios(rows):
+        frame = r["frame"]
+        if "small" not in r:
+            lines.append(f"- {frame}x{frame}: fewer than two capacities could be mapped on this machine; no ratio.")
+            continue
         lines.append(
-            f"- {frame}x{frame}: sample time {large['capacity']:,} / {small['capacity']:,} = **{ratio:.2f}x** "
-            f"({verdict}, limit 1.5x); update_priorities {large['update_s'] / small['update_s']:.2f}x; "
-            f"insert {small['insert_seq_s'] / large['insert_seq_s']:.2f}x."
+            f"- {frame}x{frame}: sample time {r['large']:,} / {r['small']:,} = **{r['sample_ratio']:.2f}x** "
+            f"({'flat' if r['flat'] else 'NOT flat'}, limit {FLAT_LIMIT:g}x); update_priorities "
+            f"{r['update_ratio']:.2f}x; insert {r['insert_ratio']:.2f}x."
         )
     return lines
 
@@ -299,6 +331,27 @@ def render(atari_rows, tree_rows, args) -> str:
     return "\n".join(lines)
 
 
+def result_data(atari_rows, tree_rows, args) -> dict:
+    """The numbers of the tables, for the result file (keys in the module docstring)."""
+    atari = [dict(frame=r["frame"], bytes_per_sequence=r["item"], capacity=r["capacity"], tree_leaves=r["leaves"],
+                  written=r.get("written"), insert_seq_per_s=r.get("insert_seq_s"),
+                  insert_mb_per_s=r.get("insert_mb_s"),
+                  sample_ms=r["sample_s"] * 1e3 if "sample_s" in r else None,
+                  sample_seq_per_s=BATCH_SIZE / r["sample_s"] if "sample_s" in r else None,
+                  update_us=r["update_s"] * 1e6 if "update_s" in r else None, error=r.get("error"))
+             for r in atari_rows]
+    tree = [dict(capacity=r["capacity"], sample_us=r["sample_s"] * 1e6, update_us=r["update_s"] * 1e6,
+                 original_sample_us=r["original_s"] * 1e6) for r in tree_rows]
+    tree_ratios = [dict(capacity=g["capacity"], over=s["capacity"], sample=g["sample_s"] / s["sample_s"],
+                        update=g["update_s"] / s["update_s"], original=g["original_s"] / s["original_s"])
+                   for s, g in zip(tree_rows, tree_rows[1:])]
+    return dict(capacities=args.capacities, frame_sides=args.frame_sides, written=args.written,
+                insert_batch=args.insert_batch, tree_capacities=args.tree_capacities, repeats=args.repeats,
+                batch_size=BATCH_SIZE, alpha=ALPHA, beta=BETA, sequence_steps=PRESET_STEPS, atari=atari,
+                atari_ratios=atari_ratios(atari_rows), flat_limit=FLAT_LIMIT, tree=tree, tree_ratios=tree_ratios,
+                memory=preset_memory())
+
+
 def _mem_total() -> int:
     try:
         with open("/proc/meminfo") as f:
@@ -318,16 +371,23 @@ def main() -> None:
     parser.add_argument("--insert-batch", type=int, default=PRESET_INSERT_BATCH)
     parser.add_argument("--tree-capacities", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--no_write", action="store_true", help="print only; write neither RESULTS_replay.md nor "
+                        "the result file")
     args = parser.parse_args()
+    load_before = _common.loadavg()
     atari_rows = []
     for frame_side in args.frame_sides:
         atari_rows += bench_atari(frame_side, args.capacities, args.written, args.insert_batch, args.repeats)
     tree_rows = bench_tree(args.tree_capacities, args.repeats)
     text = render(atari_rows, tree_rows, args)
     print(text)
+    if args.no_write:
+        return
     with open(RESULTS_PATH, "w") as f:
         f.write(text)
     print(f"wrote {RESULTS_PATH}")
+    data = result_data(atari_rows, tree_rows, args)
+    print(f"wrote {_common.write_result('replay_throughput', data, load_before=load_before)}")
 
 
 if __name__ == "__main__":

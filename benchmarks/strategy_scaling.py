@@ -9,6 +9,11 @@ Every configuration runs in its own process (TensorFlow splits the CPU only befo
 batches: ``--warmup`` steps untimed, then ``--steps`` timed. Frames per second = batch_size x unroll_length x
 action repeats / step time. Rewrites the ``strategy_scaling`` section of benchmarks/RESULTS.md.
 
+Result file: benchmarks/results/strategy_scaling.json, data keys: presets, devices (replica counts), batch_size,
+warmup, steps, no_jit (the parameters); num_gpus (0: logical CPU devices), devices_kind; rows [{preset, strategy,
+replicas, xla, devices (the device layer's description), step_ms, frames_per_s, vs_auto, failed}] (a failed row
+has nulls for the measured keys).
+
 Run:  python benchmarks/strategy_scaling.py [--presets=atari_vtrace_fast,atari_r2d2_fast] [--devices=1,2,4]
 """
 
@@ -147,7 +152,7 @@ def main() -> None:
             if num_gpus:  # both mixed precisions: bfloat16 (A100 and later), float16 with loss scaling (V100, T4)
                 for precision in ("bfloat16", "float16"):
                     configs.append((preset, "auto", 1, jit, flags + ["--strategy", "auto", "--precision", precision]))
-    rows = []
+    rows, measured = [], []
     base: dict = {}
     for preset, strategy, n, jit, flags in configs:
         cmd = [sys.executable, os.path.abspath(__file__), "--child", "--batch_size", str(args.batch_size),
@@ -156,6 +161,8 @@ def main() -> None:
         if res.returncode != 0:
             print(res.stderr[-3000:], file=sys.stderr)
             rows.append((preset, strategy, n, "on" if jit else "off", "failed", "", "", ""))
+            measured.append(dict(preset=preset, strategy=strategy, replicas=n, xla=jit, devices=None, step_ms=None,
+                                 frames_per_s=None, vs_auto=None, failed=True))
             continue
         r = json.loads(res.stdout.strip().splitlines()[-1])
         key = (preset, jit)
@@ -164,6 +171,9 @@ def main() -> None:
         ratio = r["frames_per_s"] / base[key] if key in base else float("nan")
         rows.append((preset, strategy, r["replicas"], "on" if jit else "off", r["describe"],
                      f"{r['step_s'] * 1e3:.0f}", f"{r['frames_per_s']:,.0f}", f"{ratio:.2f}"))
+        measured.append(dict(preset=preset, strategy=strategy, replicas=r["replicas"], xla=jit,
+                             devices=r["describe"], step_ms=r["step_s"] * 1e3, frames_per_s=r["frames_per_s"],
+                             vs_auto=ratio, failed=False))
         print(rows[-1], flush=True)
     kind = f"{num_gpus} GPU(s)" if num_gpus else f"{os.cpu_count()} CPU cores split into logical devices"
     body = (_common.run_facts(load_before) + "\n"
@@ -175,8 +185,10 @@ def main() -> None:
     if not num_gpus:
         body += ("\nOn logical CPU devices every replica shares the same cores: a ratio below 1 is the cost of "
                  "splitting the batch, the all-reduce and the per-replica dispatch, not a result about GPUs.\n")
+    data = dict(presets=args.presets.split(","), devices=counts, batch_size=args.batch_size, warmup=args.warmup,
+                steps=args.steps, no_jit=args.no_jit, num_gpus=num_gpus, devices_kind=kind, rows=measured)
     _common.report("strategy_scaling", "Strategy scaling (benchmarks/strategy_scaling.py)", body, t_script,
-                   write=not args.no_write)
+                   write=not args.no_write, data=data, load_before=load_before)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,15 @@ Target: full loop (training) / bare envs >= 0.70.
 
 Run:  python benchmarks/transport_overhead.py [--seconds 30] [--bare_seconds 20] [--profile]
 Writes its section of benchmarks/RESULTS.md.
+
+Result file: benchmarks/results/transport_overhead.json, data keys: game, num_actors, env_batch_size,
+inference_batch_size, unroll_length, batch_size, env_groups, action_repeats, seconds, idle_seconds, warmup,
+bare_seconds, bare_warmup (the parameters); bare {env_steps_per_s (mean), before, after, cpu_ms_per_step}; loops
+{training, training_idle, lockstep, grpc_stream}, each {label, env_steps_per_s, ratio (to bare envs), target and
+passed (null without a target), env_groups, run (``_common.local_run_data``), cpu_ms_per_step {actors, learner,
+total}, bare_over_total, critical_path {envs_per_message, cycle_ms, stepping_ms, learner_ms, stepping_share}};
+target, passed (the training loop's); profile (``--profile`` only: the training window, per thread group [{where,
+share}]).
 """
 
 from __future__ import annotations
@@ -205,20 +214,42 @@ def main() -> int:
     cpu_table = _common.markdown_table(
         ["setup", "env / actor processes", "learner process", "total", "bare / total"], cpu_rows)
 
-    def critical_path(r, g):
+    def critical_path(r, g) -> dict:
         """Per message of one env group (closed loop per group: step the group's envs, then wait for its
-        actions; with several groups the others step meanwhile)."""
+        actions; with several groups the others step meanwhile), in milliseconds."""
         k = run.env_batch_size / g
         cycle = 1e3 * run.num_actors * run.env_batch_size / (r["fps"] / repeats)
         envs = 1e3 * k * bare_cpu
-        learner = r["wait_ms"] + r["handler_ms"]
-        return (f"{k:g}", f"{cycle:.1f}", f"{envs:.1f}", f"{learner:.1f}", f"{g * envs / cycle:.2f}")
+        return dict(envs_per_message=k, cycle_ms=cycle, stepping_ms=envs, learner_ms=r["wait_ms"] + r["handler_ms"],
+                    stepping_share=g * envs / cycle)
+
+    def path_row(r, g):
+        p = critical_path(r, g)
+        return (f"{p['envs_per_message']:g}", f"{p['cycle_ms']:.1f}", f"{p['stepping_ms']:.1f}",
+                f"{p['learner_ms']:.1f}", f"{p['stepping_share']:.2f}")
 
     path_table = _common.markdown_table(
         ["setup", "envs per message", "cycle of one group", "stepping its envs (bare CPU)",
          "learner: batch wait + handler", "groups x stepping / cycle"],
-        [(label.split(" (")[0], *critical_path(r, g))
+        [(label.split(" (")[0], *path_row(r, g))
          for label, r, _, g in loops])
+
+    data = dict(
+        game=args.game, num_actors=run.num_actors, env_batch_size=run.env_batch_size,
+        inference_batch_size=run.resolved_inference_batch_size, unroll_length=run.unroll_length,
+        batch_size=run.batch_size, env_groups=groups, action_repeats=repeats, seconds=args.seconds,
+        idle_seconds=args.idle_seconds, warmup=args.warmup, bare_seconds=args.bare_seconds,
+        bare_warmup=args.bare_warmup,
+        bare=dict(env_steps_per_s=bare, before=bare_a, after=bare_b, cpu_ms_per_step=bare_cpu * 1e3),
+        loops={}, target=TARGET, passed=train["fps"] / repeats / bare >= TARGET)
+    for key, (label, r, target, g) in zip(("training", "training_idle", "lockstep", "grpc_stream"), loops):
+        actors_s, learner_s = cpu_split(r)
+        ratio = r["fps"] / repeats / bare
+        data["loops"][key] = dict(
+            label=label, env_steps_per_s=r["fps"] / repeats, ratio=ratio, target=target,
+            passed=None if target is None else ratio >= target, env_groups=g, run=_common.local_run_data(r),
+            cpu_ms_per_step=dict(actors=actors_s * 1e3, learner=learner_s * 1e3, total=(actors_s + learner_s) * 1e3),
+            bare_over_total=bare_cpu / (actors_s + learner_s), critical_path=critical_path(r, g))
 
     body = (
         _common.run_facts(load_before)
@@ -245,11 +276,12 @@ def main() -> int:
         + "\nCPU during the training-idle window:\n\n" + idle["cpu"].table()
     )
     if args.profile:
-        groups = ["seed_rl-batcher", "training", "seed_rl-grpc_*"]
+        profiled = ["seed_rl-batcher", "training", "seed_rl-grpc_*"]
         body += ("\nWhere the learner's Python threads are, training window (sampled every 5 ms):\n\n"
-                 + train["sampler"].table(groups, top=6))
+                 + train["sampler"].table(profiled, top=6))
+        data["profile"] = train["sampler"].data(profiled, top=6)
     _common.report("transport_overhead", "Transport overhead: full loop vs bare envs (tiny network)",
-                   body, t_script, write=not args.no_write)
+                   body, t_script, write=not args.no_write, data=data, load_before=load_before)
     return 0
 
 

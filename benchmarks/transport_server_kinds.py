@@ -9,8 +9,12 @@ Both kinds are the package's ``InferenceServer(server_kind="threads" | "aio")`` 
 aio_server.py). This benchmark measures a few clients (where the thread pool is faster); benchmarks/many_actors.py
 measures hundreds to thousands of streams (where the thread pool runs out of threads).
 
-Run:  python benchmarks/transport_server_kinds.py [--seconds 3] [--clients 1 4 16] [--repeats 3]
+Run:  python benchmarks/transport_server_kinds.py [--seconds 3] [--clients 1 4 16] [--repeats 3] [--no_write]
 Writes the table to benchmarks/RESULTS_transport.md.
+
+Result file: benchmarks/results/transport_server_kinds.json, data keys: seconds, warmup, repeats, clients (the
+parameters), max_batch_wait_ms; rows [{server ("threads" or "aio"), clients, batch, round_trips_per_s, p50_ms,
+p99_ms (medians over the repeats), threads_over_aio (round trips/s), runs [{round_trips_per_s, p50_ms, p99_ms}]}].
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import statistics
 import sys
 import time
 
+import _common
 import grpc
 import numpy as np
 
@@ -137,7 +142,9 @@ def main() -> None:
         "--out",
         default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS_transport.md"),
     )
+    parser.add_argument("--no_write", action="store_true", help="print only; write neither --out nor the result file")
     args = parser.parse_args()
+    load_before = _common.loadavg()
 
     rows = []
     for n in args.clients:
@@ -160,6 +167,7 @@ def main() -> None:
                     "rps": statistics.median(r["rps"] for r in rs),
                     "p50_ms": statistics.median(r["p50_ms"] for r in rs),
                     "p99_ms": statistics.median(r["p99_ms"] for r in rs),
+                    "runs": rs,
                 }
             )
 
@@ -193,9 +201,20 @@ def main() -> None:
     table = "\n".join(lines) + "\n"
     print()
     print(table)
+    if args.no_write:
+        return
     with open(args.out, "w") as f:
         f.write(table)
     print(f"wrote {args.out}", file=sys.stderr)
+    data = dict(
+        seconds=args.seconds, warmup=args.warmup, repeats=args.repeats, clients=args.clients,
+        max_batch_wait_ms=MAX_BATCH_WAIT_MS,
+        rows=[dict(server=r["kind"], clients=r["clients"], batch=r["batch"], round_trips_per_s=r["rps"],
+                   p50_ms=r["p50_ms"], p99_ms=r["p99_ms"],
+                   threads_over_aio=by[("threads", r["clients"])]["rps"] / by[("aio", r["clients"])]["rps"],
+                   runs=[dict(round_trips_per_s=x["rps"], p50_ms=x["p50_ms"], p99_ms=x["p99_ms"]) for x in r["runs"]])
+              for r in rows])
+    print(f"wrote {_common.write_result('transport_server_kinds', data, load_before=load_before)}", file=sys.stderr)
 
 
 if __name__ == "__main__":

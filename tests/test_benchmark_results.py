@@ -1,0 +1,178 @@
+"""The benchmarks' result files (benchmarks/README.md): ``_common.write_result``'s schema and atomic write, ``report``
+writing nothing without ``write``, and, read from the scripts' source (nothing is run), that every script that
+measures hands its numbers to a result file and documents their keys.
+"""
+
+import ast
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+if str(BENCHMARKS) not in sys.path:
+    sys.path.insert(0, str(BENCHMARKS))  # the scripts import their sibling _common by name
+
+import _common  # noqa: E402
+
+OWN_RESULT_FILES = {
+    "agent_suite": "writes benchmarks/results/agent_suite.json itself (runs appended as they finish)",
+    "cartpole_final_eval": "writes benchmarks/results/cartpole_final_eval.json itself, one entry per --label",
+    "step_overhead": "writes benchmarks/results/step_overhead.json itself, with the two commits it compares",
+    "probe_torso": "a diagnostic of one run directory: prints, publishes nothing",
+    "render_results": "the generator: reads the result files, measures nothing",
+}
+"""Scripts that need not call ``report(..., data=...)`` or ``write_result``, and why."""
+
+
+@pytest.fixture
+def results_dir(tmp_path, monkeypatch):
+    monkeypatch.setattr(_common, "RESULTS_DIR", str(tmp_path / "results"))
+    return tmp_path / "results"
+
+
+def test_write_result_writes_the_schema(results_dir):
+    data = {"fps": 1234.56789012, "ratio": np.float64(0.5), "rows": (1, 2), "steps": np.int64(3),
+            "missing": float("nan"), "passed": np.bool_(True), "by": {4: "four"}, "series": np.array([1.5, 2.5])}
+    path = _common.write_result("probe", data, load_before="0.50 0.40 0.30")
+    assert path == str(results_dir / "probe.json")
+    with open(path) as f:
+        record = json.load(f)
+    assert list(record) == ["name", "command", "commit", "date", "machine", "versions", "load_before", "data"]
+    assert record["name"] == "probe" and record["load_before"] == "0.50 0.40 0.30"
+    assert record["command"].startswith("python ")
+    assert re.fullmatch(r"[0-9a-f]{4,}( \(with uncommitted changes\))?|unknown", record["commit"])
+    assert set(record["machine"]) == {"cpu", "cores", "memory_gib", "gpu"}
+    assert record["machine"]["cores"] == os.cpu_count()
+    assert "Python" in record["versions"]
+    assert record["data"] == {"fps": 1234.57, "ratio": 0.5, "rows": [1, 2], "steps": 3, "missing": None,
+                              "passed": True, "by": {"4": "four"}, "series": [1.5, 2.5]}
+    assert os.listdir(results_dir) == ["probe.json"]
+
+
+def test_write_result_replaces_the_file_whole(results_dir, monkeypatch):
+    """The new file is complete before it takes the old one's name; a value JSON cannot hold writes nothing."""
+    _common.write_result("probe", {"run": 1})
+    seen = []
+    real_replace = os.replace
+
+    def replace(src, dst):
+        with open(src) as f:
+            seen.append((src, dst, json.load(f)["data"]))
+        with open(dst) as f:
+            assert json.load(f)["data"] == {"run": 1}  # the old file is intact until the rename
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    path = _common.write_result("probe", {"run": 2})
+    assert seen == [(path + ".tmp", path, {"run": 2})]
+    with pytest.raises(TypeError, match=r"data\.bad is of type object"):
+        _common.write_result("probe", {"bad": object()})
+    with open(path) as f:
+        assert json.load(f)["data"] == {"run": 2}
+    assert sorted(os.listdir(results_dir)) == ["probe.json"]
+
+
+def test_report_without_write_writes_nothing(results_dir, monkeypatch, capsys):
+    calls = []
+    monkeypatch.setattr(_common, "update_results", lambda *args: calls.append(args))
+    _common.report("probe", "Probe", "body\n", 0.0, write=False, data={"x": 1}, load_before="1 1 1")
+    assert calls == [] and not results_dir.exists()
+    assert "body" in capsys.readouterr().out
+
+
+def test_report_with_write_writes_the_section_and_the_result(results_dir, monkeypatch):
+    calls = []
+    monkeypatch.setattr(_common, "update_results", lambda *args: calls.append(args))
+    _common.report("probe", "Probe", "body\n", 0.0, data={"x": 1}, load_before="1 1 1")
+    assert calls == [("probe", "Probe", "body\n")]
+    with open(results_dir / "probe.json") as f:
+        record = json.load(f)
+    assert record["data"] == {"x": 1} and record["load_before"] == "1 1 1"
+    _common.report("other", "Other", "body\n", 0.0)  # without data: the section only, as before
+    assert os.listdir(results_dir) == ["probe.json"] and len(calls) == 2
+
+
+# --- the scripts, read as source -----------------------------------------------------------------------------------
+SCRIPTS = {p.stem: p for p in sorted(BENCHMARKS.glob("*.py")) if p.stem != "_common"}
+
+
+def _common_calls(name: str, function: str) -> list[ast.Call]:
+    tree = ast.parse(SCRIPTS[name].read_text(), str(SCRIPTS[name]))
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == function and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "_common"]
+
+
+def test_the_source_reader_sees_the_calls():
+    assert {"many_actors", "learner_capacity", "atari_learning"} <= set(SCRIPTS)
+    assert _common_calls("many_actors", "report") and _common_calls("atari_learning", "write_result")
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_a_script_that_reports_passes_its_numbers(name):
+    for call in _common_calls(name, "report"):
+        assert "data" in {k.arg for k in call.keywords}, (
+            f"benchmarks/{name}.py:{call.lineno}: report(...) without data=")
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_a_measuring_script_writes_a_result_file_and_documents_its_keys(name):
+    writes = _common_calls(name, "report") or _common_calls(name, "write_result")
+    if name in OWN_RESULT_FILES:
+        return
+    assert writes, (f"benchmarks/{name}.py measures but writes no result file: call _common.report(..., data=...) "
+                    "or _common.write_result, or say in OWN_RESULT_FILES why not")
+    docstring = ast.get_docstring(ast.parse(SCRIPTS[name].read_text())) or ""
+    assert re.search(r"benchmarks/results/\S+\.json", docstring) and "data keys" in docstring, (
+        f"benchmarks/{name}.py: its docstring must name its result file and the keys of its data")
+
+
+# --- data helpers, on made-up measurements --------------------------------------------------------------------------
+
+
+def test_many_actors_result_data_is_json(results_dir):
+    import argparse
+
+    import many_actors
+
+    samples = [(t, 20 + t, 100_000 + 10 * t, 50) for t in range(11)]
+    result = dict(label="aio x1", n=100, ready=100, connect_s=1.5, errors={("window", "UNAVAILABLE"): 2,
+                                                                           ("setup", "DEADLINE_EXCEEDED"): 1},
+                  rate=900.0, p50_ms=1.0, p99_ms=4.0, samples=samples, seconds=10.0, stats={"mean_batch_rows": 3.0},
+                  server_cpu=0.9, clients_cpu=1.1, processes=2, client_threads=[(0.0, 60)], sockets=[50, 50],
+                  ends=np.linspace(0.01, 10.0, 9000), notes=["a note"], error_messages=["boom"])
+    args = argparse.Namespace(streams="100", seconds=10.0, warmup=2.0, client_processes=2, connection="per_stream",
+                              client="sync", env_step_ms=0.0, local_stream=False, real_learner=False,
+                              server_kind="aio", aio_listeners="", gc_thresholds="", flow_control="seed_rl",
+                              pin_server=False)
+    path = _common.write_result("many_actors", many_actors.result_data(args, [result]))
+    with open(path) as f:
+        data = json.load(f)["data"]
+    row = data["results"][0]
+    assert row["window_errors"] == {"UNAVAILABLE": 2} and row["setup_errors"] == {"DEADLINE_EXCEEDED": 1}
+    assert row["server_threads"] == {"start": 20, "max": 30, "end": 30}
+    server = data["servers"]["aio x1"]
+    assert len(server["timeline"]) == 11 and server["timeline"][0]["round_trips_per_s"] is None
+    assert [t["passed"] for t in server["targets"]][0] is False  # errors in the window
+    assert data["aio_listeners"] == [None] and data["streams"] == [100]
+
+
+def test_learner_capacity_result_data_names_the_cheapest_batch():
+    import argparse
+
+    import learner_capacity
+
+    cells = [dict(k=16, streams=8, carrier="local", batch=b, inference_batch=i, steps_per_s=1e4, cpu=0.5, us=us,
+                  mean_rows=8.0, errors=0, notes=[], clients_cpu=1.0)
+             for b, i, us in (("message", 16, 40.0), ("auto", 64, 25.0))]
+    args = argparse.Namespace(envs_per_message="16", streams=8, seconds=1.0, warmup=1.0, client_processes=2,
+                              carriers="local", batches="message,auto", server_kinds="threads")
+    data = learner_capacity.result_data(args, cells, [None])
+    assert data["targets"] == [{"carrier": "local", "passed": True, "per_k": [
+        {"envs_per_message": 16, "best_batch": "auto", "best_us": 25.0, "default_us": 25.0}]}]
+    assert data["cells"][1]["env_steps_per_core_s"] == 1e6 / 25.0
