@@ -10,7 +10,8 @@
 # Everything is written under OUT (default ./gpu_check_out; $OUT on the device machine) and printed.
 #
 # Usage: benchmarks/gpu_check.sh [MINUTES]         (PYTHON=... to choose the interpreter; default .venv/bin/python)
-# Needs a Python whose TensorFlow sees the GPU (pip install 'tensorflow[and-cuda]'); it installs nothing.
+# Needs a Python whose TensorFlow sees the GPU: on a fresh GPU host, `bash scripts/setup_venv.sh --gpu` first (the CUDA
+# wheel instead of the CPU one); this script installs nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MINUTES="${1:-4}"
@@ -27,7 +28,7 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,dri
 GPUS=$("$PY" -c "import tensorflow as tf; print(len(tf.config.list_physical_devices('GPU')))" 2>/dev/null | tail -1 || echo 0)
 echo "TensorFlow sees ${GPUS:-0} GPU(s) ($("$PY" -c 'import tensorflow as tf; print(tf.__version__)' 2>/dev/null | tail -1))"
 if [[ "${GPUS:-0}" -lt 1 ]]; then
-  echo "gpu_check: TensorFlow sees no GPU with $PY; install tensorflow[and-cuda] there (or set PYTHON)" >&2
+  echo "gpu_check: TensorFlow sees no GPU with $PY; run bash scripts/setup_venv.sh --gpu (or set PYTHON)" >&2
   exit 2
 fi
 DEVICES=$(seq -s, 1 "$GPUS")

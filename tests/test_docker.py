@@ -152,3 +152,16 @@ def test_the_football_image_follows_the_football_extra():
     # the install script and the image build the same gfootball
     script = (ROOT / "scripts" / "install_football.sh").read_text()
     assert f"GFOOTBALL_VERSION={pins['gfootball']}" in script and f'"gym=={pins["gym"]}"' in script
+
+
+def test_setup_venv_takes_gpu_for_the_cuda_wheel_and_refuses_other_arguments():
+    """``scripts/setup_venv.sh --gpu`` swaps the CPU wheel for ``tensorflow[and-cuda]`` at the pinned version (as
+    ``docker/build.sh --gpu`` does for the image); an unknown argument stops it before it touches .venv."""
+    script = ROOT / "scripts" / "setup_venv.sh"
+    result = subprocess.run(["bash", str(script), "--cuda"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "unknown argument --cuda" in result.stderr, result.stderr
+    with open(script) as f:
+        text = f.read()
+    gpu = text[text.index('if [ "$variant" = "gpu" ]'):]
+    assert "uninstall -q -y tensorflow-cpu" in gpu and '"${pip[@]}" "tensorflow[and-cuda]"' in gpu
+    assert 'pip=("$root/.venv/bin/python" -m pip install -q --constraint "$root/docker/constraints.txt")' in text
