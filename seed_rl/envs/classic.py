@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import sys
 from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import gymnasium
@@ -50,7 +51,8 @@ def create_classic_environment(name: str, num_action_repeats: int = 1) -> gymnas
     """``gymnasium.make(name)``, with observations cast to their spec dtype and optional action repeat.
 
     ``name`` is a registered gymnasium id, or ``module:EnvId``: ``module`` is imported first (it registers
-    ``EnvId``), as ``gymnasium.make`` does with that form.
+    ``EnvId``), as ``gymnasium.make`` does with that form; a module whose import registers nothing under that id
+    but that has a ``register_envs()`` function (MinAtar's ``minatar.gym``) has it called.
 
     Raises:
       ValueError: ``name`` is not a registered gymnasium id (the message lists close matches), is malformed, or
@@ -94,6 +96,12 @@ def _import_registering_module(name: str) -> tuple[str | None, str]:
         raise ValueError(
             f"cannot import module {module!r} of gymnasium id {name!r} for env family 'classic': {e}.{where}"
         ) from e
+    imported = sys.modules[module]
+    register = getattr(imported, "register_envs", None)
+    if env_id not in gymnasium.registry and callable(register):
+        # Some packages register their ids from a function rather than on import (MinAtar's minatar.gym has
+        # register_envs()): called once, when importing the module registered nothing under that id.
+        register()
     return module, env_id
 
 

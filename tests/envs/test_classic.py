@@ -14,7 +14,7 @@ from gymnasium import spaces
 
 from seed_rl.config import EnvConfig
 from seed_rl.envs import action_spec, create_environment, env_specs, observation_spec
-from seed_rl.envs.classic import ActionRepeat, CastObservation
+from seed_rl.envs.classic import ActionRepeat, CastObservation, create_classic_environment
 from seed_rl.envs.specs import space_to_spec
 from seed_rl.types import ArraySpec
 
@@ -202,3 +202,21 @@ def test_importing_envs_loads_no_tensorflow_ale_or_cv2():
         "assert not loaded, loaded\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_module_that_registers_from_a_function_has_it_called_once():
+    """``module:EnvId`` where importing the module registers nothing but it has ``register_envs()`` (MinAtar's
+    ``minatar.gym``): the family calls it when the id is missing, and not again once it is there."""
+    from tests.envs import lazy_env_module
+
+    env = create_classic_environment(lazy_env_module.NAME)
+    assert env.reset(seed=0)[0].shape == env.observation_space.shape
+    create_classic_environment(lazy_env_module.NAME)
+    assert len(lazy_env_module.CALLS) == 1
+
+
+def test_minatar_is_reached_through_gymnasium_as_a_user_would():
+    pytest.importorskip("minatar", reason="MinAtar is the optional extra [minatar]")
+    env = create_classic_environment("minatar.gym:MinAtar/Breakout-v1")
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (10, 10, 4) and env.action_space.n == 3
