@@ -51,9 +51,9 @@ log = logging.getLogger("seed_rl.learner")
 
 REDACTED = "<redacted>"  # what config.json says instead of the auth token
 MAX_CONSECUTIVE_INFERENCE_FAILURES = 50
+"""The learner stops (run() raises) after this many inference batches in a row failed."""
 BEST_CHECK_PERIOD_S = 0.2
 """The run loop checks the target and the best checkpoint as episodes arrive, at most this often."""
-"""The learner stops (run() raises) after this many inference batches in a row failed."""
 
 
 def total_train_steps(config: Config, agent: Agent) -> int:

@@ -232,11 +232,15 @@ def format_status(frames: int, fps: float, mean_return: float, batch_fill: float
         eta = left / fps if fps > 0 else float("inf")
         progress = f" ({min(frames / budget_frames, 1.0):4.0%}, ETA {_hms(eta)})"
     elapsed = f" | elapsed {_hms(elapsed_s)}" if elapsed_s is not None else ""
+    # A put waits while the queue is full but then adds its whole chunk (data.UnrollQueue), so the depth can pass
+    # the capacity by less than a chunk: say "full" rather than print 131/128.
+    queue = (f"queue {queue_depth}/{queue_capacity}" if queue_depth < queue_capacity else
+             f"queue full ({queue_depth} unrolls, capacity {queue_capacity})")
     trouble = "".join(f" | {count:,d} {what}" for count, what in (
         (skipped_updates, "skipped updates"), (refused_rows, "refused rows")) if count)
     return (f"frames {frames:>11,d}{progress} | {fps:7.0f} frames/s | return({n}) {ret} | episodes {episodes:>6d} | "
             f"batch fill {batch_fill:4.0%} | learner steps {learner_steps:>7d} | "
-            f"queue {queue_depth}/{queue_capacity}{trouble}{elapsed}")
+            f"{queue}{trouble}{elapsed}")
 
 
 def plot_learning_curve(logdir: str, out_path: Optional[str] = None, window: int = 20) -> Optional[str]:

@@ -51,5 +51,7 @@ def test_status_line_shows_skipped_updates_and_refused_rows_once_there_are_any()
 
     line = format_status(10, 5.0, 1.0, 0.5, 3, 0, 16, 1, skipped_updates=1_234, refused_rows=0)
     assert line.endswith("| queue 0/16 | 1,234 skipped updates")
+    # A full queue can hold up to a chunk more than its capacity: the line says "full", not 19/16.
+    assert format_status(10, 5.0, 1.0, 0.5, 3, 19, 16, 1).endswith("| queue full (19 unrolls, capacity 16)")
     line = format_status(10, 5.0, 1.0, 0.5, 3, 0, 16, 1, skipped_updates=2, refused_rows=6, elapsed_s=1.0)
     assert "| 2 skipped updates | 6 refused rows | elapsed" in line
