@@ -99,10 +99,16 @@ def _help(command: str, rest: Sequence[str] = ()) -> str:
     else:
         preset = fv["preset"].value or f"{fv['env'].value if fv['env'].present else EnvConfig.family}_" \
             f"{fv['agent'].value if fv['agent'].present else 'vtrace'}"
+        try:  # the network the run would get (reading the env's spec when that decides)
+            fitted = resolve.fit_to_env(fv, config)
+            config, network_line = fitted.config, fitted.network_line
+        except Exception as e:  # whatever creating a user's env raises, --help still lists the flags
+            network_line = f"network: the preset's (the env's observation spec, which may change it, is unknown: {e})"
         values = {name: resolve.config_value(config, section, f.name) for name, section, f, _ in fields}
         helps = resolve.agent_help(config)
         lines += [f"values: preset {preset} ({config.agent_name} on {config.env.family}:{config.env.name}) with the "
-                  "flags given; pass --preset, --env or --agent before --help to see another", ""]
+                  "flags given; pass --preset, --env or --agent before --help to see another", f"  {network_line}",
+                  ""]
     run_section = {name: section for section, names in RUN_SECTIONS.items() for name in names}
     sections: Dict[str, List[str]] = {s: [] for s in ("command", "run", "env", "agent", *RUN_SECTIONS)}
     hidden = 0
@@ -187,16 +193,20 @@ def main(argv: Sequence[str]) -> int:
     # Building the learner checks what a config can get wrong (an unknown env id, specs an agent cannot take, a
     # replay buffer that would not fit): one line and exit code 2. Errors while training keep their traceback.
     try:
+        fitted = resolve.fit_to_env(fv, config)  # the network, from the env's observation spec unless named
+        config = fitted.config
+        print(fitted.network_line, flush=True)
         if command == "train":
             from seed_rl.launch.local import LocalRun, on_free_loopback_port
 
             if not fv["server_address"].present:
                 config = on_free_loopback_port(config)
-            local = LocalRun(config, actor_mode=_flag(fv, "actor_mode"))
+            local = LocalRun(config, actor_mode=_flag(fv, "actor_mode"), observation_spec=fitted.observation_spec,
+                             action_spec=fitted.action_spec)
         else:
             from seed_rl.learner.learner import Learner
 
-            learner = Learner(config)
+            learner = Learner(config, fitted.observation_spec, fitted.action_spec)
     except (MemoryError, ValueError) as e:
         print(f"seed-rl {command}: {e}", file=sys.stderr)
         return 2
@@ -248,13 +258,20 @@ def _run_seeds(fv: flags.FlagValues, config: Config) -> int:
     if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
         print("seed-rl train: --seeds needs distinct seeds >= 0", file=sys.stderr)
         return 2
+    parent = config.run.logdir
+    try:  # one network for every seed: the spec's unless named, or the one a seed's run directory already holds
+        fitted = resolve.fit_to_env(fv, config, [os.path.join(parent, f"seed_{seed}") for seed in seeds])
+    except ValueError as e:
+        print(f"seed-rl train: {e}", file=sys.stderr)
+        return 2
+    config = fitted.config
+    print(fitted.network_line, flush=True)
     from seed_rl.launch.local import LocalRun, on_free_loopback_port
     from seed_rl.learner.gc_policy import tune_garbage_collector
     from seed_rl.learner.resume import RunFinishedError
     from seed_rl.learner.summaries import write_seed_curves
     from seed_rl.learner.training import SkippedUpdatesError
 
-    parent = config.run.logdir
     run_dirs: Dict[str, str] = {}
     for seed in seeds:
         run_dir = os.path.join(parent, f"seed_{seed}")
@@ -264,7 +281,8 @@ def _run_seeds(fv: flags.FlagValues, config: Config) -> int:
             seeded = on_free_loopback_port(seeded)
         print(f"seed-rl train: seed {seed} ({len(run_dirs) + 1} of {len(seeds)}) in {run_dir}", flush=True)
         try:
-            local = LocalRun(seeded, actor_mode=_flag(fv, "actor_mode"))
+            local = LocalRun(seeded, actor_mode=_flag(fv, "actor_mode"), observation_spec=fitted.observation_spec,
+                             action_spec=fitted.action_spec)
         except RunFinishedError as e:  # an earlier command trained this seed to the end: on to the next
             print(f"seed-rl train: seed {seed}: {str(e).split('. ')[0]}", flush=True)
             run_dirs[f"seed {seed}"] = run_dir

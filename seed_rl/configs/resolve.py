@@ -7,22 +7,30 @@ field's documentation), the options dataclass of every registered env family and
 agent included. A run starts from a preset (``--preset``, default ``<env>_<agent>``), a ``--config`` file applies
 on top of it and every flag given overrides one field of both. An env option given to a family that does not have
 it, or an agent field to an agent that does not have it, is an error.
+
+The commands that run (``train``, ``learner``) then fit the config to the env (`fit_to_env`): a network nobody
+named follows the env's observation spec (`seed_rl.configs.defaults`), and the specs read for it go on to the
+learner, so that env 0 is created once.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import typing
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from absl import flags
 
 from seed_rl import agents as agents_lib
 from seed_rl import envs as envs_lib
 from seed_rl.config import Config, EnvConfig, RunConfig, replace
+from seed_rl.configs import defaults
+from seed_rl.types import ArraySpec, ObservationSpec
 
-__all__ = ["MISSING", "Field", "agent_help", "config_value", "flag_values", "learner_config", "resolve_config"]
+__all__ = ["MISSING", "Field", "FittedRun", "agent_help", "config_value", "fit_to_env", "flag_values",
+           "learner_config", "network_named_by", "resolve_config"]
 
 Field = Tuple[str, str, dataclasses.Field, Any]
 """(flag name, section, field, type) of one configurable field; section is env, run, agent or options."""
@@ -234,6 +242,88 @@ def _check_file_keys(path: str, changes: Dict[str, Dict[str, Any]]) -> None:
             hints = [f"{n} (did you mean {', '.join(close)}?)" if (close := difflib.get_close_matches(n, fields, 2))
                      else n for n in unknown]
             raise ValueError(f"--config: {path} has unknown {where} key(s): {'; '.join(hints)}")
+
+
+class FittedRun(NamedTuple):
+    """A resolved config fitted to its env (`fit_to_env`)."""
+
+    config: Config
+    observation_spec: Optional[ObservationSpec]
+    """The env's specs when they were read to choose the network (pass them to the learner); None otherwise."""
+    action_spec: Optional[ArraySpec]
+    network_line: str
+    """What the run prints at start: ``network: small_conv (observation [10, 10, 4] uint8: ...)``."""
+
+
+def network_named_by(fv: flags.FlagValues, config: Config) -> Optional[str]:
+    """Who named the network of ``config``'s agent: its flag (``--network``; R2D2's ``--torso``), a key of the
+    ``--config`` file, or a preset named by ``--preset`` or by the file; None when nobody did (the default preset's
+    network, which the observation spec may replace)."""
+    rule = defaults.rule_for(config.agent)
+    field = rule.field if rule is not None else "network"
+    if field in fv and fv[field].present:
+        return f"--{field}"
+    file_config = _read_config_file(str(fv["config"].value)) if fv["config"].present else {}
+    if field in (file_config.get("agent") or {}):
+        return f"--config={fv['config'].value}"
+    if fv["preset"].value:
+        return f"--preset={fv['preset'].value}"
+    if file_config.get("preset"):
+        return f"the preset {file_config['preset']} of --config={fv['config'].value}"
+    return None
+
+
+def fit_to_env(fv: flags.FlagValues, config: Config, run_dirs: Sequence[str] = ()) -> FittedRun:
+    """``config`` (resolved from ``fv``) with the network its env's observation spec calls for, unless somebody
+    named one (`network_named_by`) or a run directory in ``run_dirs`` (default ``config.run.logdir``) already holds
+    this run, whose network its config.json keeps: resuming never changes the network under a checkpoint.
+
+    Reads the env's specs (``seed_rl.envs.env_specs``: env 0 created and closed, or the family's ``spaces`` rule)
+    only when the spec decides.
+
+    Raises:
+      ValueError: the env cannot be created (an unknown id, an engine not installed), or the chosen network does not
+        go with the agent's other fields.
+    """
+    rule = defaults.rule_for(config.agent)
+    field = rule.field if rule is not None else "network"
+    named_by = network_named_by(fv, config)
+    if named_by is None:
+        recorded = _recorded_network(config, field, run_dirs or [config.run.logdir])
+        if recorded is not None:
+            path, network = recorded
+            config = replace(config, agent=replace(config.agent, **{field: network}))
+            named_by = f"{path}, the run this one resumes"
+    if named_by is not None:
+        choice = defaults.fit_network(config, None, named_by)
+        return FittedRun(choice.config, None, None, choice.line())
+    try:
+        observation_spec, action_spec = envs_lib.env_specs(config.env)
+    except ImportError as e:  # the family's engine is not installed: its message says how to install it
+        raise ValueError(str(e)) from e
+    choice = defaults.fit_network(config, observation_spec)
+    return FittedRun(choice.config, observation_spec, action_spec, choice.line())
+
+
+def _recorded_network(config: Config, field: str, run_dirs: Sequence[str]) -> Optional[Tuple[str, Any]]:
+    """(config.json path, network) of the first run directory whose config.json is a run of this agent on this
+    env and names its network; None when there is none (a new run, or one another command will refuse)."""
+    for run_dir in run_dirs:
+        path = os.path.join(run_dir, "config.json") if run_dir else ""
+        try:
+            with open(path) as f:
+                recorded = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if not isinstance(recorded, dict):
+            continue
+        env = recorded.get("env") or {}
+        same_run = (recorded.get("agent_name") == config.agent_name and env.get("family") == config.env.family
+                    and env.get("name") == config.env.name)
+        network = (recorded.get("agent") or {}).get(field)
+        if same_run and isinstance(network, str):
+            return path, network
+    return None
 
 
 def learner_config(args: Sequence[str]) -> Config:

@@ -28,7 +28,9 @@ class LocalRun:
     """What ``final_evaluation`` measured at the end of a finished run (None: not run)."""
 
     def __init__(self, config: Config, actor_mode: str = "process", status_stream=None,
-                 restart_actors: bool = True):
+                 restart_actors: bool = True, observation_spec=None, action_spec=None):
+        """``observation_spec`` and ``action_spec``: the env's, when the caller has read them already (the learner
+        reads them otherwise)."""
         from seed_rl.learner.learner import Learner  # TensorFlow only here, not at import of seed_rl.launch
 
         host = config.run.server_address.rsplit(":", 1)[0] or "127.0.0.1"
@@ -36,7 +38,7 @@ class LocalRun:
             host = "127.0.0.1"
         self.config = config
         _check_env_creatable(config)
-        self.learner = Learner(config, status_stream=status_stream)
+        self.learner = Learner(config, observation_spec, action_spec, status_stream=status_stream)
         self.host = host
         self.actor_mode = actor_mode
         self.restart_actors = restart_actors

@@ -13,7 +13,7 @@ import keras
 import tensorflow as tf
 
 from seed_rl.networks.recurrent import ResettingLSTM
-from seed_rl.networks.torsos import ImpalaDeepTorso, ImpalaShallowTorso, MLPTorso
+from seed_rl.networks.torsos import ImpalaDeepTorso, ImpalaShallowTorso, MLPTorso, SmallConvTorso
 from seed_rl.types import EnvOutput
 
 
@@ -99,8 +99,9 @@ def build_actor_critic(network: str, num_actions: int, policy_size: int | None =
                        use_reward_and_action: bool = False) -> ActorCriticNetwork:
     """The actor-critic network the actor-critic agents' configs name: ``network`` is ``impala_deep``,
     ``impala_shallow`` (image observations), ``gfootball`` (the original's Football network: the deep ResNet with
-    four sections 16-32-32-32 and lecun-normal kernels, also in its heads) or ``mlp`` (vector observations, with an
-    own value torso when ``separate_value_network``)."""
+    four sections 16-32-32-32 and lecun-normal kernels, also in its heads), ``small_conv`` (small images: the
+    MinAtar paper's one convolution and dense 128) or ``mlp`` (vector observations, with an own value torso when
+    ``separate_value_network``)."""
     value_torso = None
     head_initializer = "glorot_uniform"
     if network == "impala_deep":
@@ -110,12 +111,14 @@ def build_actor_critic(network: str, num_actions: int, policy_size: int | None =
         head_initializer = "lecun_normal"
     elif network == "impala_shallow":
         torso = ImpalaShallowTorso()
+    elif network == "small_conv":
+        torso = SmallConvTorso()
     elif network == "mlp":
         torso = MLPTorso(mlp_sizes)
         if separate_value_network:
             value_torso = MLPTorso(mlp_sizes)
     else:
-        raise ValueError(f"network must be impala_deep, impala_shallow, gfootball or mlp, got {network!r}")
+        raise ValueError(f"network must be impala_deep, impala_shallow, gfootball, small_conv or mlp, got {network!r}")
     return ActorCriticNetwork(torso, num_actions=num_actions, policy_size=policy_size, lstm_size=lstm_size,
                               use_reward_and_action=use_reward_and_action, value_torso=value_torso,
                               head_initializer=head_initializer)

@@ -4,6 +4,7 @@
   as in the original's DMLab/Atari V-trace networks: per section, conv 3x3 -> max-pool 3x3 stride 2 -> two
   residual blocks (relu, conv, relu, conv), then relu, flatten, dense 256 + relu.
 * ``NatureTorso``: the DQN Nature CNN used by R2D2 (conv 32 8x8 s4, 64 4x4 s2, 64 3x3 s1, dense 512).
+* ``SmallConvTorso``: the MinAtar paper's network for small images (conv 16 3x3 s1, dense 128).
 * ``MLPTorso``: dense + relu layers for vector observations.
 
 uint8 observations are scaled to [0, 1]. uint16 observations are packed boolean planes (16 per channel, the
@@ -113,6 +114,16 @@ class NatureTorso(ConvTorso):
 
     def __init__(self, output_size: int = 512, **kwargs):
         super().__init__(((32, 8, 4), (64, 4, 2), (64, 3, 1)), output_size, **kwargs)
+
+
+class SmallConvTorso(ConvTorso):
+    """The MinAtar paper's network for small images (Young & Tian 2019; its examples/dqn.py and AC_lambda.py): one
+    convolution of 16 3x3 filters, stride 1, no padding, then a dense layer of 128, ReLUs. The Atari networks'
+    strides (8x8 by 4, then 4x4 by 2) leave almost nothing of a 10 x 10 frame; this one keeps every position. It
+    needs frames of at least 3 x 3; `seed_rl.configs.defaults` gives it to images of at most 42 x 42 pixels."""
+
+    def __init__(self, output_size: int = 128, **kwargs):
+        super().__init__(((16, 3, 1),), output_size, **kwargs)
 
 
 class MLPTorso(keras.layers.Layer):

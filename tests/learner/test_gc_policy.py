@@ -76,7 +76,7 @@ def test_train_command_tunes_the_collector_once_the_learner_is_built(monkeypatch
     calls = []
 
     class FakeRun:
-        def __init__(self, config, actor_mode="process"):
+        def __init__(self, config, actor_mode="process", **specs):
             calls.append(("built", config.run.gc_threshold))
 
         def run(self):

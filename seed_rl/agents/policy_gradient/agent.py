@@ -100,11 +100,15 @@ class OnPolicyAgent:
         if c.network == "control_mlp":
             if not isinstance(self.observation_spec, ArraySpec) or len(self.observation_spec.shape) != 1:
                 raise ValueError(f"network=control_mlp takes one vector observation (shape (D,)); this env's is "
-                                 f"{self.observation_spec}: use network=impala_shallow or impala_deep for images")
+                                 f"{self.observation_spec}: use network=impala_shallow, impala_deep or small_conv "
+                                 "for images")
             return ContinuousControlNetwork(
                 param_size, c.mlp_sizes, c.activation, std_independent_of_input=c.std_independent_of_input,
                 layer_norm=c.layer_norm, observation_normalizer=self.observation_normalizer,
                 input_clipping=c.observation_clipping if self.observation_normalizer is not None else None)
+        if not isinstance(self.observation_spec, ArraySpec):  # the torsos adapt to an array's shape, not to keys
+            raise ValueError(f"the on-policy family's networks take one array observation; this env's is a dict: "
+                             f"{self.observation_spec}")
         if self.observation_normalizer is not None:
             raise ValueError("normalize_observations needs network=control_mlp")
         if c.std_independent_of_input:

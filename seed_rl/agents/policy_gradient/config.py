@@ -11,7 +11,7 @@ import dataclasses
 
 from seed_rl.config import field
 
-NETWORKS = ("mlp", "control_mlp", "impala_shallow", "impala_deep", "gfootball")
+NETWORKS = ("mlp", "control_mlp", "impala_shallow", "impala_deep", "gfootball", "small_conv")
 POLICY_LOSSES = ("ppo", "awr", "vmpo", "pg", "vtrace")
 ADVANTAGE_ESTIMATORS = ("gae", "vtrace", "nstep")
 BATCH_MODES = ("shuffle", "repeat", "split", "split_with_advantage_recomputation")
@@ -74,7 +74,9 @@ class OnPolicyConfig:
     # Network.
     network: str = field("mlp", "mlp (a torso shared by a policy and a value head, optionally a separate value "
                                 "torso), control_mlp (the original's ContinuousControlAgent: separate policy and "
-                                "value MLPs, orthogonal init), impala_shallow, impala_deep or gfootball (images).")
+                                "value MLPs, orthogonal init), impala_shallow, impala_deep or gfootball (images), "
+                                "small_conv (small images: the MinAtar paper's conv 16 3x3 and dense 128). Not "
+                                "given, the observation spec chooses it (docs/environments.md).")
     mlp_sizes: tuple = field((64, 64), "Hidden sizes of the MLP torsos (ppo.gin: 2 x 64).")
     activation: str = field("tanh", "control_mlp's hidden activation (ppo.gin: tanh; the original's default swish).")
     layer_norm: bool = field(False, "control_mlp: layer normalisation after every hidden layer.")

@@ -16,7 +16,7 @@ import tensorflow as tf
 from seed_rl.agents.optimizer import make_optimizer
 from seed_rl.agents.r2d2.config import R2D2Config
 from seed_rl.agents.r2d2.loss import compute_loss, sequence_td_errors
-from seed_rl.networks import ImpalaShallowTorso, MLPTorso, checkpoint_variables
+from seed_rl.networks import ImpalaShallowTorso, MLPTorso, SmallConvTorso, checkpoint_variables
 from seed_rl.networks.dueling import DuelingLSTMDQNNet
 from seed_rl.ops.priorities import sequence_priorities
 from seed_rl.ops.specs import zeros_env_output
@@ -47,6 +47,8 @@ def build_network(config: R2D2Config, observation_spec: ObservationSpec, action_
         torso = MLPTorso(config.mlp_sizes)
     elif config.torso == "impala_shallow":
         torso = ImpalaShallowTorso(256)
+    elif config.torso == "small_conv":
+        torso = SmallConvTorso(128)
     else:
         torso = None  # the network's default, the Nature CNN
     return DuelingLSTMDQNNet(action_spec.num_values, tuple(observation_spec.shape), stack_size=config.stack_size,

@@ -9,7 +9,7 @@ import dataclasses
 
 from seed_rl.config import field
 
-TORSOS = ("nature", "impala_shallow", "mlp")
+TORSOS = ("nature", "impala_shallow", "mlp", "small_conv")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,7 +37,9 @@ class R2D2Config:
     eval_epsilon: float = field(1e-3, "Epsilon of the evaluation envs (the highest env ids).")
     # Network (main file).
     torso: str = field("nature", "nature (the Nature DQN CNN, as the original), impala_shallow (IMPALA's shallow "
-                                 "CNN, about a third of its cost per frame) or mlp (vector observations).")
+                                 "CNN, about a third of its cost per frame), small_conv (small images: the MinAtar "
+                                 "paper's conv 16 3x3 and dense 128) or mlp (vector observations). Not given, the "
+                                 "observation spec chooses it (docs/environments.md).")
     stack_size: int = field(4, "Frames stacked on the learner as part of the recurrent state.")
     mlp_sizes: tuple = field((64,), "Hidden sizes of the MLP torso.")
     lstm_size: int = field(512, "LSTM units.")
@@ -57,4 +59,4 @@ class R2D2Config:
         if self.torso not in TORSOS:
             raise ValueError(f"torso must be one of {', '.join(TORSOS)}, got {self.torso!r}")
         if self.torso == "mlp" and self.stack_size != 1:
-            raise ValueError("frame stacking (stack_size > 1) needs image observations (torso=nature)")
+            raise ValueError("frame stacking (stack_size > 1) needs image observations (an image torso, e.g. nature)")

@@ -7,6 +7,8 @@ from typing import Optional
 
 from seed_rl.config import field
 
+NETWORKS = ("impala_deep", "impala_shallow", "gfootball", "small_conv", "mlp")
+
 
 @dataclasses.dataclass(frozen=True)
 class VTraceConfig:
@@ -38,8 +40,10 @@ class VTraceConfig:
     # Network.
     network: str = field(
         "impala_deep", "impala_deep or impala_shallow (image observations; IMPALA's deep ResNet or its shallow "
-        "2-conv network), gfootball (the original's Football ResNet: 4 sections, lecun-normal init), or mlp "
-        "(vector observations)."
+        "2-conv network), gfootball (the original's Football ResNet: 4 sections, lecun-normal init), small_conv "
+        "(small images, e.g. 10 x 10: the MinAtar paper's conv 16 3x3 and dense 128) or mlp (vector observations). "
+        "Not given (no flag, no --config key, no --preset named), the observation spec chooses it "
+        "(docs/environments.md, \"Your own env: the defaults and why\")."
     )
     initializer: str = field(
         "keras", "keras (glorot-uniform kernels, the Keras defaults) or orthogonal (OpenAI baselines' and CleanRL's "
@@ -62,8 +66,8 @@ class VTraceConfig:
             raise ValueError(f"optimizer must be rmsprop or adam, got {self.optimizer!r}")
         if self.lr_schedule not in ("linear", "constant"):
             raise ValueError(f"lr_schedule must be linear or constant, got {self.lr_schedule!r}")
-        if self.network not in ("impala_deep", "impala_shallow", "gfootball", "mlp"):
-            raise ValueError(f"network must be impala_deep, impala_shallow, gfootball or mlp, got {self.network!r}")
+        if self.network not in NETWORKS:
+            raise ValueError(f"network must be one of {', '.join(NETWORKS)}, got {self.network!r}")
         if self.initializer not in ("keras", "orthogonal"):
             raise ValueError(f"initializer must be keras or orthogonal, got {self.initializer!r}")
         if not 0.0 <= self.discounting <= 1.0:

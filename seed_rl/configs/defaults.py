@@ -1,0 +1,173 @@
+"""Defaults that fit the env: the network an agent gets when nobody names one, read from the observation spec.
+
+A family's default preset was tuned on one env of the family (``classic_vtrace`` on CartPole-v1), but the command
+line starts every run of the family from it, whatever the env (``--env=classic --env_name=module:EnvId``). When the
+run does not name the network (no ``--network`` flag, no such key in a ``--config`` file, no ``--preset`` named),
+`fit_network` keeps the preset's network if it is made for the kind of observation the env gives, and otherwise
+picks the agent's network for that kind:
+
+=====================================  ====================================================================
+observation (the spec, no env names)   network, when the preset's is not made for it
+=====================================  ====================================================================
+``[H, W, C]``, ``H * W <= 42 * 42``    ``small_conv``: the MinAtar paper's conv 16 3x3 stride 1, dense 128
+``[H, W, C]``, larger                  the network of the agent's Atari preset: V-trace ``impala_deep``
+                                       (``atari_vtrace``), the on-policy family ``impala_shallow``
+                                       (``atari_ppo``), R2D2 ``nature`` (``atari_r2d2``, the original's)
+anything else (a vector, a scalar,     ``mlp``, on the flattened observation (R2D2: and no frame stack)
+``[H, W]``, an image under 3 x 3)
+a dict of arrays                       none: no network of this package takes one; the preset's stays
+=====================================  ====================================================================
+
+Only the network follows the spec. The optimizer (its epsilon, gradient clipping), the initialisation and reward
+clipping stay the preset's: nothing in an observation spec says how large the rewards or gradients will be, and
+docs/environments.md ("Your own env: the defaults and why") gives each choice with its provenance. Nothing here
+names an environment: the rules are judged on envs they were not tuned on.
+
+This module imports no TensorFlow (the command line decides before the learner is built).
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import dataclasses
+from typing import Any, Mapping, Optional, Tuple
+
+from seed_rl.agents.policy_gradient.config import OnPolicyConfig
+from seed_rl.agents.r2d2.config import R2D2Config
+from seed_rl.agents.sac.config import SACConfig
+from seed_rl.agents.vtrace.config import VTraceConfig
+from seed_rl.config import Config, replace
+from seed_rl.types import ObservationSpec
+
+__all__ = ["IMAGE", "RULES", "SMALL_IMAGE", "SMALL_IMAGE_MAX_PIXELS", "VECTOR", "DICT", "NetworkChoice", "NetworkRule",
+           "describe_observation", "fit_network", "observation_kind", "rule_for"]
+
+SMALL_IMAGE_MAX_PIXELS = 42 * 42
+"""An ``[H, W, C]`` observation is a small image when ``H * W`` is at most this: a quarter of Atari's 84 x 84. The
+Atari networks downsample by 8 with their first two layers (8x8 stride 4, then 4x4 stride 2): a 42 x 42 frame
+leaves them 3 x 3 positions, a 10 x 10 one none (the Nature CNN refuses frames under 36 pixels a side)."""
+
+VECTOR, SMALL_IMAGE, IMAGE, DICT = "vector", "small image", "image", "dict"
+"""The kinds of observation the rules tell apart."""
+
+_KIND_WORDS = {
+    SMALL_IMAGE: "a small image (at most 42 x 42 pixels)",
+    IMAGE: "an image larger than 42 x 42 pixels",
+    DICT: "a dict of arrays",
+}
+
+
+def observation_kind(spec: ObservationSpec) -> str:
+    """``SMALL_IMAGE`` or ``IMAGE`` for an ``[H, W, C]`` spec of at least 3 x 3 (by ``H * W``), ``DICT`` for a dict
+    of specs, ``VECTOR`` for anything else (the MLPs flatten it)."""
+    if isinstance(spec, collections.abc.Mapping):
+        return DICT
+    shape = tuple(int(d) for d in spec.shape)
+    if len(shape) == 3 and min(shape[0], shape[1]) >= 3:
+        return SMALL_IMAGE if shape[0] * shape[1] <= SMALL_IMAGE_MAX_PIXELS else IMAGE
+    return VECTOR
+
+
+def describe_observation(spec: ObservationSpec) -> str:
+    """``[10, 10, 4] uint8: a small image (at most 42 x 42 pixels)``: the spec and what the rules take it for."""
+    kind = observation_kind(spec)
+    if isinstance(spec, collections.abc.Mapping):
+        shapes = ", ".join(f"{key}: {list(s.shape)} {s.dtype}" for key, s in spec.items())
+        return f"{{{shapes}}}: {_KIND_WORDS[kind]}"
+    if kind == VECTOR:
+        words = "a vector" if len(spec.shape) == 1 else "not an [H, W, C] image: flattened, as a vector"
+    else:
+        words = _KIND_WORDS[kind]
+    return f"{list(spec.shape)} {spec.dtype}: {words}"
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkRule:
+    """One agent's networks by the kind of observation they are made for."""
+
+    field: str
+    """The field of the agent's config that names its network (R2D2's ``torso``), and so its flag."""
+    takes: Mapping[str, Tuple[str, ...]]
+    """Kind -> the agent's networks made for that kind: a preset's network among them stays."""
+    choose: Mapping[str, str]
+    """Kind -> the network the agent gets when the preset's is not made for that kind. A kind not here is one the
+    agent does not take: the preset's network stays, and building the agent says why it refuses the env."""
+    also: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    """Kind -> other fields that go with the chosen network (R2D2's MLP takes no frame stack)."""
+
+
+_ACTOR_CRITIC_IMAGE_NETWORKS = ("impala_deep", "impala_shallow", "gfootball")
+
+RULES: Tuple[Tuple[type, NetworkRule], ...] = (
+    # The Atari network of each agent is its Atari preset's: IMPALA's deep ResNet for V-trace (the IMPALA paper's
+    # Atari and DMLab network, the original's dmlab/networks.py), IMPALA's shallow CNN for the on-policy family
+    # (atari_ppo), the Nature CNN for R2D2 (the original's atari/networks.py).
+    (VTraceConfig, NetworkRule(
+        "network", takes={VECTOR: ("mlp",), SMALL_IMAGE: ("small_conv",), IMAGE: _ACTOR_CRITIC_IMAGE_NETWORKS},
+        choose={VECTOR: "mlp", SMALL_IMAGE: "small_conv", IMAGE: "impala_deep"})),
+    (OnPolicyConfig, NetworkRule(
+        "network", takes={VECTOR: ("mlp", "control_mlp"), SMALL_IMAGE: ("small_conv",),
+                          IMAGE: _ACTOR_CRITIC_IMAGE_NETWORKS},
+        choose={VECTOR: "mlp", SMALL_IMAGE: "small_conv", IMAGE: "impala_shallow"})),
+    (R2D2Config, NetworkRule(
+        "torso", takes={VECTOR: ("mlp",), SMALL_IMAGE: ("small_conv",), IMAGE: ("nature", "impala_shallow")},
+        choose={VECTOR: "mlp", SMALL_IMAGE: "small_conv", IMAGE: "nature"}, also={VECTOR: {"stack_size": 1}})),
+    # SAC's networks are MLPs (the original's ActorCriticMLP and ActorCriticLSTM): it takes vectors only.
+    (SACConfig, NetworkRule("network", takes={VECTOR: ("mlp", "lstm")}, choose={VECTOR: "mlp"})),
+)
+"""Agent config class -> its rule; the first class the config is an instance of applies (AWR's and V-MPO's configs
+are the on-policy family's). An agent registered elsewhere has no rule and keeps its preset's network."""
+
+
+def rule_for(agent_config: Any) -> Optional[NetworkRule]:
+    return next((rule for cls, rule in RULES if isinstance(agent_config, cls)), None)
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkChoice:
+    """The network a run gets and why, for the line printed at start."""
+
+    config: Config
+    """The config with the chosen network (and the fields that go with it)."""
+    field: str
+    network: Any
+    reason: str
+
+    def line(self) -> str:
+        """``network: small_conv (observation [10, 10, 4] uint8: a small image ...; --network overrides)``."""
+        return f"{self.field}: {self.network} ({self.reason})"
+
+
+def fit_network(config: Config, observation_spec: Optional[ObservationSpec],
+                named_by: Optional[str] = None) -> NetworkChoice:
+    """The network of ``config``'s agent for an env whose observations have ``observation_spec``.
+
+    Args:
+      config: the resolved config; its agent's network is the preset's, or the one the run named.
+      observation_spec: the env's (unused when ``named_by`` is given: a network somebody named is not replaced).
+      named_by: who named the network (``--network``, ``--preset=NAME``, a file), or None: the spec chooses.
+
+    Raises:
+      ValueError: the chosen network and the rest of the agent's config do not go together (the agent config's
+        own check).
+    """
+    rule = rule_for(config.agent)
+    field = rule.field if rule is not None else "network"
+    current = getattr(config.agent, field, None)
+    if named_by is not None:
+        return NetworkChoice(config, field, current, f"named by {named_by}")
+    if observation_spec is None:
+        raise ValueError("fit_network needs the observation spec when the network is not named")
+    seen = f"observation {describe_observation(observation_spec)}"
+    if rule is None:
+        return NetworkChoice(config, field, current, f"{seen}; no rule for the {config.agent_name} agent: the "
+                                                     "preset's")
+    kind = observation_kind(observation_spec)
+    if current in rule.takes.get(kind, ()):
+        return NetworkChoice(config, field, current, f"{seen}; the preset's, made for it; --{field} overrides")
+    if kind not in rule.choose:
+        taker = "no network of this package" if kind == DICT else f"no network of the {config.agent_name} agent"
+        return NetworkChoice(config, field, current, f"{seen}, which {taker} takes; the preset's")
+    network = rule.choose[kind]
+    agent = replace(config.agent, **{field: network, **rule.also.get(kind, {})})
+    return NetworkChoice(replace(config, agent=agent), field, network, f"{seen}; --{field} overrides")
