@@ -288,7 +288,7 @@ class Learner:
     def _train_loop(self) -> None:
         run = self.config.run
         try:
-            while not self._stop.is_set() and int(self.policy_version.numpy()) < self.total_train_steps:
+            while not self._stop.is_set() and not self._budget_spent():
                 batch, weights, indices, env_ids = self.source.next_batch()
                 result = self.trainer.step(batch, weights)
                 self.source.after_step(indices, result.priorities)
@@ -315,6 +315,15 @@ class Learner:
         finally:
             self._done.set()
             self._episodes_arrived.set()
+
+    def _budget_spent(self) -> bool:
+        """The run's train steps are done (the original's rule: the frame budget over the frames a step accounts
+        for); with a replay feed, also when its env frames are. A replay's warm-up frames (those before it holds
+        ``replay_buffer_min_size`` sequences) are accounted by no train step, so a run counting steps alone went on
+        past its budget by all of them: 11.6K frames for a budget of 8K (docs/deviations.md)."""
+        if int(self.policy_version.numpy()) >= self.total_train_steps:
+            return True
+        return self.agent.feed.replays and self.env_frames >= self.config.run.total_environment_frames
 
     def save_checkpoint(self) -> Optional[str]:
         """Writes a checkpoint; returns its path, or None when a variable was not finite (nothing written)."""
