@@ -20,7 +20,9 @@ original (common/actor.py):
   a row.
 
 The raw reward of a step (``raw_rewards``, what episode statistics add up) is the env family's rule
-(`seed_rl.envs.EnvFamily.raw_reward`; by default the env's reward), so the loop knows no family.
+(`seed_rl.envs.EnvFamily.raw_reward`; by default the env's reward), so the loop knows no family. Each group's envs
+are one `seed_rl.envs.EnvBatch` (`seed_rl.envs.create_env_batch`): gymnasium envs stepped one after the other, or
+the family's batched engine when the config asks for one (Atari's ``--atari_engine=ale_vector``).
 """
 
 from __future__ import annotations
@@ -35,9 +37,14 @@ from typing import Any, List, Optional
 import numpy as np
 
 from seed_rl.config import ActorConfig, replace
-from seed_rl.envs import action_spec as env_action_spec
-from seed_rl.envs import create_environment, get_family, resolve_env_config
-from seed_rl.envs import observation_spec as env_observation_spec
+from seed_rl.envs import (
+    EnvBatch,
+    action_space_spec,
+    create_env_batch,
+    get_family,
+    observation_space_spec,
+    resolve_env_config,
+)
 from seed_rl.transport import tls
 from seed_rl.transport.client import LearnerClient
 from seed_rl.transport.errors import (
@@ -77,49 +84,37 @@ def _specs_equal(a, b) -> bool:
 
 
 class _EnvSlot:
-    """One environment of the actor with the per-env fields of the next message."""
+    """One environment of the actor (env ``index`` of its group's batch) with the per-env fields of the next
+    message."""
 
-    def __init__(self, config: ActorConfig, env_id: int, rng: np.random.Generator):
-        self.config = config
-        self.env_id = env_id
+    def __init__(self, batch: EnvBatch, index: int, rng: np.random.Generator, raw_reward_of: Any):
+        self.batch = batch
+        self.index = index
+        self.env_id = batch.env_ids[index]
         self.rng = rng
-        self.raw_reward_of = get_family(config.env.family).raw_reward
-        self.env: Any = None
-        self.restart()
-
-    def restart(self) -> None:
-        if self.env is not None:
-            try:
-                self.env.close()
-            except Exception:  # closing a broken env must not stop the actor
-                log.debug("closing env %d failed", self.env_id, exc_info=True)
-        self.env = create_environment(self.config.env, self.env_id)
+        self.raw_reward_of = raw_reward_of  # the env family's raw-reward rule
         self.new_run_pending = False  # a refused truncation message: start a new run at the next answer
-        self.run_id = int(self.rng.integers(0, _INT64_MAX))
-        obs, _ = self.env.reset()
-        self.observation = obs
-        self.reward = 0.0
-        self.raw_reward = 0.0
-        self.done = False
-        self.abandoned = False
-        self.episode_step = 0
+        self.next_observation: Any = None  # the reset observation of a truncated episode, sent after its last one
 
-    def new_run(self) -> None:
-        """Starts a new run of this env (a new run id, so the learner forgets it): the env is reset, and the
-        next message carries reward 0, done False and the reset observation."""
+    def start_run(self, observation: Any) -> None:
+        """Starts a new run of this env (a new run id, so the learner forgets it) from ``observation``, the first
+        of an episode: the next message carries reward 0, done False and that observation."""
         self.run_id = int(self.rng.integers(0, _INT64_MAX))
         self.new_run_pending = False
-        self.observation, _ = self.env.reset()
+        self.observation = observation
+        self.next_observation = None
         self.reward = 0.0
         self.raw_reward = 0.0
         self.done = False
         self.abandoned = False
         self.episode_step = 0
 
-    def close(self) -> None:
-        if self.env is not None:
-            self.env.close()
-            self.env = None
+
+def _new_runs(slots: List[_EnvSlot]) -> None:
+    """Resets the envs of ``slots`` (one group: one batch) and starts a new run of each."""
+    if slots:
+        for slot, observation in zip(slots, slots[0].batch.reset([s.index for s in slots])):
+            slot.start_run(observation)
 
 
 class Actor:
@@ -207,23 +202,26 @@ class Actor:
     def _run_connected(self, client: LearnerClient, max_steps: Optional[int]) -> None:
         info = client.handshake()
         config = ActorConfig.from_json(info.config_json)
-        env_ids = range(info.env_id_begin, info.env_id_end)
-        slots: List[_EnvSlot] = []
+        env_ids = list(range(info.env_id_begin, info.env_id_end))
+        # The envs in actor_env_groups groups, one batch each (one message in flight per group).
+        num_groups = max(1, min(config.actor_env_groups, len(env_ids)))
+        bounds = [round(i * len(env_ids) / num_groups) for i in range(num_groups + 1)]
+        batches: List[EnvBatch] = []
         try:
             config = replace(config, env=resolve_env_config(config.env))
-            for env_id in env_ids:
-                slots.append(_EnvSlot(config, env_id, self.rng))
+            for g in range(num_groups):
+                batches.append(create_env_batch(config.env, env_ids[bounds[g]:bounds[g + 1]]))
         except ValueError as e:  # the learner created this env: something is missing in this process
-            for slot in slots:
-                slot.close()
+            for batch in batches:
+                batch.close()
             raise EnvConfigError(
                 f"actor {self.task}: cannot create the learner's env {config.env.family}:{config.env.name} here: "
                 f"{e}. An env family registered from Python, or a gymnasium id registered in the learner's "
                 "process, exists in that process only (actor threads see it, actor subprocesses do not); for "
                 "subprocesses use the classic family with module:EnvId, the module on PYTHONPATH.") from e
         try:
-            obs_spec = env_observation_spec(slots[0].env)
-            act_spec = env_action_spec(slots[0].env)
+            obs_spec = observation_space_spec(batches[0].observation_space)
+            act_spec = action_space_spec(batches[0].action_space)
             if not _specs_equal(obs_spec, info.observation_spec):
                 raise SpecMismatchError(
                     f"actor {self.task}: the environment's observation spec {obs_spec} differs from the "
@@ -233,11 +231,16 @@ class Actor:
                 raise SpecMismatchError(
                     f"actor {self.task}: the environment's action spec {act_spec} differs from the learner's "
                     f"{info.action_spec}")
+            raw_reward_of = get_family(config.env.family).raw_reward
+            groups = [[_EnvSlot(batch, i, self.rng, raw_reward_of) for i in range(len(batch.env_ids))]
+                      for batch in batches]
+            for group in groups:
+                _new_runs(group)
             log.info("actor %d connected: envs [%d, %d)", self.task, info.env_id_begin, info.env_id_end)
-            self._loop(client, slots, max_steps, config.actor_env_groups)
+            self._loop(client, groups, max_steps)
         finally:
-            for slot in slots:
-                slot.close()
+            for batch in batches:
+                batch.close()
 
     def _message(self, slots: List[_EnvSlot]) -> StepBatch:
         return StepBatch(
@@ -253,19 +256,16 @@ class Actor:
             raw_rewards=np.array([s.raw_reward for s in slots], np.float32),
         )
 
-    def _loop(self, client: LearnerClient, slots: List[_EnvSlot], max_steps: Optional[int],
-              num_groups: int = 1) -> None:
-        """Steps the envs in ``num_groups`` groups, each with one message in flight (double buffering when 2).
+    def _loop(self, client: LearnerClient, groups: List[List[_EnvSlot]], max_steps: Optional[int]) -> None:
+        """Steps the envs in their groups (each one batch), each with one message in flight (double buffering
+        when 2).
 
         Answers come back in the order the messages were sent, so the actor takes the oldest answer, steps that
         group's envs and sends its next message while the other groups' messages wait for inference. With one
         group this is the original's loop: send all envs, wait, step all envs. ``max_steps`` counts steps of
         every env (each group stops after that many).
         """
-        n = len(slots)
-        num_groups = max(1, min(num_groups, n))
-        bounds = [round(i * n / num_groups) for i in range(num_groups + 1)]
-        groups = [slots[bounds[i]:bounds[i + 1]] for i in range(num_groups)]
+        num_groups = len(groups)
         group_steps = [0] * num_groups
         # The group each sent message belongs to, oldest first; None marks a truncation message whose actions
         # are ignored.
@@ -286,14 +286,16 @@ class Actor:
             actions, refused = self._receive(client, group, truncation=g is None)
             if g is None:
                 continue  # the actions for terminal observations are ignored
-            for slot in group:
-                if slot.new_run_pending:  # its truncation message was refused: a new run instead of a step
-                    slot.new_run()
-                    refused.add(slot)
-            if refused:  # those envs start a new run instead of a step
-                kept = [i for i, slot in enumerate(group) if slot not in refused]
-                group, actions = [group[i] for i in kept], actions[kept]
-            truncated = self._step_group(group, actions)
+            # Refused rows, and envs whose truncation message was refused, start a new run instead of a step. They
+            # are reset after the step: a batched engine steps every env of its batch.
+            again = [slot for slot in group if slot in refused or slot.new_run_pending]
+            if again:
+                kept = [i for i, slot in enumerate(group) if slot not in again]
+                stepped, actions = [group[i] for i in kept], actions[kept]
+            else:
+                stepped = group
+            truncated = self._step_group(stepped, actions)
+            _new_runs(again)
             if truncated:
                 # The two-message protocol: the terminal observations first, then the regular message with the
                 # reset observations. The learner handles each env's messages in the order they were sent.
@@ -301,7 +303,7 @@ class Actor:
                 pending.append(None)
                 truncation.append(truncated)
                 for slot in truncated:
-                    slot.observation, _ = slot.env.reset()
+                    slot.observation, slot.next_observation = slot.next_observation, None
                     slot.reward = slot.raw_reward = 0.0
                     slot.done = slot.abandoned = True
                     slot.episode_step = 0
@@ -317,9 +319,9 @@ class Actor:
 
     def _receive(self, client: LearnerClient, slots: List[_EnvSlot], truncation: bool = False) -> tuple[Any, set]:
         """The actions of the oldest message in flight (for ``slots``), and the slots whose rows the learner
-        refused: those start a new run (the learner kept nothing of their step). The envs of a refused
-        ``truncation`` message have their regular message in flight already: they start a new run when its
-        answer comes (``new_run_pending``) instead of being stepped."""
+        refused: those start a new run (the learner kept nothing of their step), which the caller does after
+        stepping the others. The envs of a refused ``truncation`` message have their regular message in flight
+        already: they start a new run when its answer comes (``new_run_pending``) instead of being stepped."""
         try:
             return client.receive(), set()
         except RowsRefusedError as e:
@@ -327,38 +329,39 @@ class Actor:
             refused = {slot for slot in slots if slot.env_id in refused_ids}
             self.refused_rows += len(refused)
             log.warning("actor %d: %s; starting those envs again with new run ids", self.task, e)
-            for slot in refused:
-                if truncation:
+            if truncation:
+                for slot in refused:
                     slot.new_run_pending = True
-                else:
-                    slot.new_run()
             return e.actions, refused
 
     def _step_group(self, slots: List[_EnvSlot], actions) -> List[_EnvSlot]:
-        """Steps each env with its action; returns the envs whose episode was truncated (not yet reset)."""
+        """Steps each env with its action (``slots``: envs of one group, so of one batch); returns the envs whose
+        episode was truncated (their reset observation waits in ``next_observation``)."""
+        if not slots:
+            return []
         truncated: List[_EnvSlot] = []
-        for slot, action in zip(slots, actions):
-            try:
-                obs, reward, terminated, trunc, env_info = slot.env.step(action)
-            except Exception:
-                log.exception("actor %d: env %d raised; re-creating it with a new run id",
-                              self.task, slot.env_id)
+        results = slots[0].batch.step([slot.index for slot in slots], actions)
+        for slot, result in zip(slots, results):
+            if result.error is not None:
+                log.error("actor %d: env %d raised; re-creating it with a new run id", self.task, slot.env_id,
+                          exc_info=result.error)
                 self.env_restarts += 1
-                slot.restart()
+                slot.start_run(result.reset_observation)
                 continue
             slot.episode_step += 1
-            slot.reward = float(reward)
-            slot.raw_reward = float(slot.raw_reward_of(reward, env_info or {}))
+            slot.reward = result.reward
+            slot.raw_reward = float(slot.raw_reward_of(result.reward, result.info))
             slot.abandoned = False
-            slot.done = bool(terminated or trunc)
-            slot.observation = obs
+            slot.done = result.terminated or result.truncated
+            slot.observation = result.observation
             if slot.done:
                 self.episodes += 1
-                if trunc and not terminated:
+                if result.truncated and not result.terminated:
                     truncated.append(slot)
                     slot.done = False  # the terminal observation goes in the extra message first
+                    slot.next_observation = result.reset_observation
                 else:
-                    slot.observation, _ = slot.env.reset()
+                    slot.observation = result.reset_observation
                     slot.episode_step = 0
         return truncated
 

@@ -1,8 +1,11 @@
 """Environment factories: one gymnasium.Env per env id, for every registered family, and their specs.
 
-``create_environment(config, env_id)`` is what actors call (the ``create_env_fn(env_id, config)`` of the
-original). It looks the family up in the registry (`seed_rl.envs.registry`), resolves ``config.options`` to the
-family's options dataclass and calls the family's factory. The families registered here:
+``create_environment(config, env_id)`` creates one env (the ``create_env_fn(env_id, config)`` of the original).
+It looks the family up in the registry (`seed_rl.envs.registry`), resolves ``config.options`` to the family's
+options dataclass and calls the family's factory. Actors create their envs in batches, one per group of envs they
+step for a message: ``create_env_batch(config, env_ids)`` (`seed_rl.envs.batch`), the family's batched engine
+where it has one and the config asks for it, else ``create_environment``'s envs stepped one after the other. The
+families registered here:
 
 * ``classic``: any gymnasium id, or ``module:EnvId`` (`seed_rl.envs.classic`), e.g. CartPole-v1.
 * ``atari``: ALE games preprocessed as in SEED RL (`seed_rl.envs.atari`); needs ale-py and opencv.
@@ -23,11 +26,14 @@ created (gfootball and deepmind_lab likewise). See docs/environments.md.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import gymnasium
 
 from seed_rl.config import EnvConfig
 from seed_rl.envs import atari, classic, dmlab, football, mujoco, testing
 from seed_rl.envs.atari import ATARI_57, AtariOptions
+from seed_rl.envs.batch import EnvBatch, EnvStep, SerialEnvBatch
 from seed_rl.envs.classic import SeedOnFirstReset
 from seed_rl.envs.registry import (
     EnvFamily,
@@ -45,12 +51,17 @@ __all__ = [
     "ATARI_57",
     "TEST_ENVS",
     "AtariOptions",
+    "EnvBatch",
     "EnvFamily",
+    "EnvStep",
+    "action_space_spec",
     "action_spec",
+    "create_env_batch",
     "create_environment",
     "env_specs",
     "family_names",
     "get_family",
+    "observation_space_spec",
     "observation_spec",
     "register_family",
     "resolve_env_config",
@@ -80,6 +91,25 @@ def create_environment(config: EnvConfig, env_id: int) -> gymnasium.Env:
     family = get_family(config.family)
     env = family.factory(resolve_env_config(config), int(env_id))
     return SeedOnFirstReset(env, seed=int(config.seed) + int(env_id))
+
+
+def create_env_batch(config: EnvConfig, env_ids: Sequence[int]) -> EnvBatch:
+    """The envs ``env_ids`` of ``config`` as one `EnvBatch` (what an actor steps for one message): the family's
+    batched engine (its ``batch_factory``) where it has one and ``config`` asks for it, else a `SerialEnvBatch` of
+    ``create_environment``'s envs. Env ``i`` is seeded with ``config.seed + i`` on its first reset either way.
+
+    Raises:
+      ValueError: as `create_environment`, and an engine the config asks for that cannot run here.
+    """
+    if any(int(i) < 0 for i in env_ids):
+        raise ValueError(f"env ids must be >= 0, got {list(env_ids)}")
+    family = get_family(config.family)
+    config = resolve_env_config(config)
+    if family.batch_factory is not None:
+        batch = family.batch_factory(config, [int(i) for i in env_ids])
+        if batch is not None:
+            return batch
+    return SerialEnvBatch(lambda env_id: create_environment(config, env_id), env_ids)
 
 
 def env_specs(config: EnvConfig) -> tuple[ObservationSpec, ArraySpec]:

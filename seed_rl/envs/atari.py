@@ -5,8 +5,13 @@ atari/atari_preprocessing.py, itself adapted from Dopamine).
 works without them (``pip install seed_rl[atari]`` installs both).
 
 The family's options are `AtariOptions` (``EnvConfig.options``; flags ``--max_random_noops``, ``--sticky_actions``,
-``--max_episode_frames``). Its raw reward is the default one: the game score summed over the frame skip, before
+``--max_episode_frames``, ...). Its raw reward is the default one: the game score summed over the frame skip, before
 any clipping (clipping is the agent's: V-trace's ``max_abs_reward``).
+
+Actors step their envs through one of two engines (``--atari_engine``): ``gymnasium`` (the default), the envs
+below stepped one after the other, or ``ale_vector``, ale-py's vectorised C++ engine stepping a group of envs in
+one call, with the same preprocessing (`seed_rl.envs.atari_vector`, where the few differences are listed). A
+single env (the learner's specs, ``seed-rl eval``) is always the gymnasium one.
 
 The environment of env id ``i``:
 
@@ -32,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import warnings
+from collections.abc import Sequence
 from typing import Any, SupportsFloat
 
 import gymnasium
@@ -39,6 +45,8 @@ import numpy as np
 from gymnasium import spaces
 
 from seed_rl.config import EnvConfig, field
+from seed_rl.envs.batch import EnvBatch
+from seed_rl.envs.frame_stack import FrameRing
 from seed_rl.envs.registry import EnvFamily, resolve_options
 
 __all__ = [
@@ -46,7 +54,9 @@ __all__ = [
     "FAMILY",
     "AtariOptions",
     "AtariPreprocessing",
+    "ATARI_ENGINES",
     "atari_env_id",
+    "create_atari_batch",
     "create_atari_environment",
     "make_ale_env",
 ]
@@ -69,6 +79,9 @@ SCREEN_SIZE = 84
 STICKY_ACTION_PROBABILITY = 0.25
 """Machado et al. (2018); what the ``-v0`` ids use."""
 
+ATARI_ENGINES = ("gymnasium", "ale_vector")
+"""What actors step Atari with (``--atari_engine``): gymnasium envs one by one, or ale-py's vector engine."""
+
 
 @dataclasses.dataclass(frozen=True)
 class AtariOptions:
@@ -85,8 +98,23 @@ class AtariOptions:
         1, "Atari: the observation holds the last k preprocessed frames on its channel axis ([84, 84, k]); 1 is the "
         "original (a recurrent core, or R2D2's learner-side stack_size, sees the history instead)."
     )
+    atari_engine: str = field(
+        "gymnasium", "Atari: what actors step their envs with: 'gymnasium' (one env after the other, in Python) or "
+        "'ale_vector' (ale-py's vectorised C++ engine, ale-py >= 0.12.1: each group of an actor's envs in one "
+        "call). Same preprocessing; the no-op count after a reset is drawn by the engine (0..max_random_noops) "
+        "and a truncated episode's last step may run past the cap by up to num_action_repeats - 1 frames "
+        "(docs/environments.md). A single env (the learner's specs, eval) is always gymnasium's."
+    )
+    atari_engine_threads: int = field(
+        1, "Atari, --atari_engine=ale_vector only: worker threads of each engine (one per group of an actor's "
+        "envs); 0: one per env, at most the cores. Actors are the unit of parallelism, hence 1."
+    )
 
     def __post_init__(self) -> None:
+        if self.atari_engine not in ATARI_ENGINES:
+            raise ValueError(f"atari_engine must be one of {', '.join(ATARI_ENGINES)}, got {self.atari_engine!r}")
+        if self.atari_engine_threads < 0:
+            raise ValueError(f"atari_engine_threads must be >= 0 (0: one per env), got {self.atari_engine_threads}")
         if self.frame_stack < 1:
             raise ValueError(f"frame_stack must be >= 1, got {self.frame_stack}")
         if self.max_random_noops < 0:
@@ -178,6 +206,12 @@ def create_atari_environment(config: EnvConfig, env_id: int = 0) -> gymnasium.En
     """
     del env_id
     options: AtariOptions = resolve_options(FAMILY, config.options)
+    if options.atari_engine == "ale_vector":
+        # The actors will need the engine: the learner (which creates env 0 for its specs) and a local launch say
+        # so before any actor starts, in one line.
+        from seed_rl.envs.atari_vector import check_engine
+
+        check_engine()
     # AtariPreprocessing reads the screen from the emulator itself, for the frames it needs (the last two of a
     # step); the observation the raw env renders on every frame is thrown away, and the 128-byte RAM is the
     # cheapest one to render (benchmarks/RESULTS.md, "Why the fast paths exist").
@@ -191,12 +225,35 @@ def create_atari_environment(config: EnvConfig, env_id: int = 0) -> gymnasium.En
     return env
 
 
+def create_atari_batch(config: EnvConfig, env_ids: Sequence[int]) -> EnvBatch | None:
+    """The family's batch factory: env ``env_ids`` of ``config`` stepped by one ale-py vector engine
+    (`seed_rl.envs.atari_vector.AleVectorBatch`) with ``--atari_engine=ale_vector``; None with ``gymnasium`` (the
+    actor steps `create_atari_environment`'s envs). Env ``i`` is seeded with ``config.seed + i``.
+
+    Raises:
+      ValueError: an unknown game (close matches listed), or an engine that cannot run here (one line).
+    """
+    options: AtariOptions = resolve_options(FAMILY, config.options)
+    if options.atari_engine != "ale_vector":
+        return None
+    from seed_rl.envs.atari_vector import AleVectorBatch
+
+    env_id, _ = atari_env_id(config.name, options.sticky_actions)
+    rom = gymnasium.registry[env_id].kwargs["game"]
+    return AleVectorBatch(
+        rom, env_ids, [config.seed + i for i in env_ids], frame_skip=config.num_action_repeats,
+        max_random_noops=options.max_random_noops, sticky_actions=options.sticky_actions,
+        full_action_space=options.full_action_space, max_episode_frames=options.max_episode_frames,
+        frame_stack=options.frame_stack, num_threads=options.atari_engine_threads, screen_size=SCREEN_SIZE)
+
+
 FAMILY = EnvFamily(
     name="atari",
     factory=create_atari_environment,
     description="an Atari 2600 game as gymnasium spells it, e.g. Pong, Breakout, MontezumaRevenge; needs "
     "pip install 'seed_rl[atari]'",
     options=AtariOptions,
+    batch_factory=create_atari_batch,
 )
 """The Atari family (registered by `seed_rl.envs`); its raw reward is the default, the unclipped score."""
 
@@ -302,8 +359,9 @@ class AtariPreprocessing(gymnasium.Wrapper):
 
 class FrameStack(gymnasium.Wrapper):
     """The last ``k`` observations ``[H, W, C]`` concatenated on the channel axis: ``[H, W, k * C]``, oldest
-    first. A reset fills the stack with the reset observation, so no frame of a previous episode leaks into the
-    next one (the actor sends the reset observation as the step that ends an episode)."""
+    first (`seed_rl.envs.frame_stack.FrameRing`). A reset fills the stack with the reset observation, so no frame
+    of a previous episode leaks into the next one (the actor sends the reset observation as the step that ends an
+    episode)."""
 
     def __init__(self, env: gymnasium.Env, k: int):
         if k < 1:
@@ -313,8 +371,7 @@ class FrameStack(gymnasium.Wrapper):
         assert isinstance(space, spaces.Box) and len(space.shape) == 3, space
         height, width, channels = space.shape
         self.k = k
-        self._channels = channels
-        self._frames = np.zeros((height, width, k * channels), dtype=space.dtype)
+        self._ring = FrameRing(k)
         self.observation_space = spaces.Box(
             low=np.min(space.low), high=np.max(space.high), shape=(height, width, k * channels), dtype=space.dtype
         )
@@ -323,12 +380,8 @@ class FrameStack(gymnasium.Wrapper):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
-        self._frames[:] = np.tile(observation, (1, 1, self.k))
-        return self._frames.copy(), info
+        return self._ring.start(observation), info
 
     def step(self, action: Any) -> tuple[np.ndarray, Any, bool, bool, dict[str, Any]]:
         observation, reward, terminated, truncated, info = self.env.step(action)
-        c = self._channels
-        self._frames[:, :, :-c] = self._frames[:, :, c:]
-        self._frames[:, :, -c:] = observation
-        return self._frames.copy(), reward, terminated, truncated, info
+        return self._ring.push(observation), reward, terminated, truncated, info

@@ -18,14 +18,16 @@ A family registered from Python exists in that process only: actors started as s
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, SupportsFloat
 
 import gymnasium
 
 from seed_rl.config import EnvConfig, from_dict
+from seed_rl.envs.batch import EnvBatch
 
 __all__ = [
+    "BatchFactory",
     "EnvFactory",
     "EnvFamily",
     "RawRewardRule",
@@ -42,8 +44,11 @@ EnvFactory = Callable[[EnvConfig, int], gymnasium.Env]
 """``(env_config, env_id) -> env``, not yet seeded; ``env_config.options`` is the family's resolved options."""
 
 RawRewardRule = Callable[[SupportsFloat, Mapping[str, Any]], float]
-SpacesRule = Callable[[EnvConfig], tuple[gymnasium.spaces.Space, gymnasium.spaces.Space]]
 """``(reward, step info) -> raw reward``: the reward an episode's statistics add up (``episode/raw_return``)."""
+SpacesRule = Callable[[EnvConfig], tuple[gymnasium.spaces.Space, gymnasium.spaces.Space]]
+BatchFactory = Callable[[EnvConfig, Sequence[int]], "EnvBatch | None"]
+"""``(env_config, env_ids) -> a batched engine stepping those envs``, or None when the config asks for the
+per-env path (`seed_rl.envs.batch`); ``env_config.options`` is the family's resolved options."""
 
 _PRE_OPTIONS_FIELDS: tuple[str, ...] = ("max_random_noops", "sticky_actions", "max_episode_frames")
 """``EnvConfig`` fields that every family wrote to JSON before families had options (they were Atari's).
@@ -77,6 +82,10 @@ class EnvFamily:
     learner reads its specs from it (`seed_rl.envs.env_specs`), so that a learner machine needs no game engine
     (Football, DMLab); every actor still checks its env's specs against the learner's in the handshake. None: the
     specs are read from env 0, created and closed."""
+    batch_factory: BatchFactory | None = None
+    """A batched engine for a group of an actor's envs (`seed_rl.envs.create_env_batch`), returning None when the
+    config asks for the per-env envs of ``factory``. Its envs must give what ``factory``'s envs give (Atari's
+    ``--atari_engine=ale_vector``). None: actors step ``factory``'s envs one after the other."""
 
     def __post_init__(self) -> None:
         if not self.name or ":" in self.name or any(c.isspace() for c in self.name):

@@ -305,3 +305,52 @@ def test_an_env_family_unknown_to_the_actor_is_a_clear_error():
     finally:
         server.stop()
     assert rec.rows == []
+
+
+class VaryingActions(Recorder):
+    """A Recorder that answers each env a fixed sequence of actions of a 6-action game (env_id and step decide)."""
+
+    def __call__(self, batch):
+        super().__call__(batch)
+        return np.array([(7 * env_id + len(self.of(env_id))) % 6 for env_id in batch.env_ids.tolist()], np.int32)
+
+
+class RefusingVaryingActions(RefusingRecorder, VaryingActions):
+    """VaryingActions whose rows of one env are refused in some messages (RefusingRecorder)."""
+
+
+@pytest.mark.atari
+@pytest.mark.parametrize("groups,refuse", [(1, False), (2, True)], ids=["lockstep", "groups-refused"])
+def test_an_atari_engine_sends_the_same_messages_as_gymnasium_envs(groups, refuse):
+    """--atari_engine=ale_vector behind the actor: every message (rewards, episode ends with the truncation
+    protocol, observations, run ids, refused rows starting new runs) is the one the gymnasium envs give, on Pong
+    without no-ops (the engine draws its own no-op count) and a 40-frame cap (a truncation every 10 steps)."""
+    pytest.importorskip("ale_py")
+    from seed_rl.envs.atari import AtariOptions
+
+    rows = {}
+    for engine in ("gymnasium", "ale_vector"):
+        options = AtariOptions(max_random_noops=0, max_episode_frames=40, full_action_space=False,
+                               atari_engine=engine)
+        config = Config(env=EnvConfig(family="atari", name="Pong", num_action_repeats=4, options=options),
+                        run=RunConfig(num_actors=1, env_batch_size=3, actor_env_groups=groups))
+        obs_spec, act_spec = env_specs(config.env)
+        rec = RefusingVaryingActions(env_id=1, refuse={3, 4, 12}) if refuse else VaryingActions()
+        server = InferenceServer("127.0.0.1:0", rec, num_envs=3, env_batch_size=3, observation_spec=obs_spec,
+                                 action_spec=act_spec, config_json=config.to_json(), inference_batch_size=3,
+                                 max_batch_wait_ms=1.0)
+        port = server.start()
+        try:
+            actor = _run_actor(f"127.0.0.1:{port}", steps=25)
+        finally:
+            server.stop()
+        assert actor.steps == 25 and actor.refused_rows == (3 if refuse else 0)
+        rows[engine] = [rec.of(env_id) for env_id in range(3)]
+    for env_id in range(3):
+        gym, vec = rows["gymnasium"][env_id], rows["ale_vector"][env_id]
+        assert len(gym) == len(vec) >= 25
+        for k, (a, b) in enumerate(zip(gym, vec)):
+            assert a == b, (env_id, k, a[:5], b[:5])
+    assert sum(r[4] for r in rows["ale_vector"][0]) == 2  # env 0's truncations (steps 10 and 20), sent as abandoned
+    if refuse:
+        assert len({r[1] for r in rows["ale_vector"][1]}) == 4  # env 1: its first run and one per refusal
