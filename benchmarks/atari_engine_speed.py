@@ -9,37 +9,22 @@ table gives the median over rounds of the frames per second (agent steps x frame
 CPU-second of the process (the engine's worker threads included), and each setting's ratio to gymnasium's.
 
 Run:  python benchmarks/atari_engine_speed.py [--seconds 20] [--rounds 5] [--engine_threads 1,0]
-Writes benchmarks/results/atari_engine_speed.json (``--out``): the numbers of every round with the command, the
-commit, the date, the machine and the load average before the run.
+Result file: benchmarks/results/atari_engine_speed.json (``_common.write_result``: command, commit, date, machine,
+load average), data keys: preset, game, frame_skip, env_batch_size, actor_env_groups, seconds, options (the env
+options), summary {setting: {atari_engine, atari_engine_threads, median_frames_per_s, median_frames_per_cpu_s,
+ratio_to_gymnasium, cpu_ratio_to_gymnasium}}, rounds {setting: [{frames_per_s, frames_per_cpu_s, agent_steps,
+wall_s, cpu_s, episode_ends}]}. ``--no_write`` prints only.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
-import os
 import statistics
-import subprocess
 import time
 
 import _common
 import numpy as np
-
-RESULTS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "atari_engine_speed.json")
-
-
-def _git_commit() -> str:
-    """The commit of the working tree, ``+dirty`` when it has uncommitted changes."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    try:
-        commit = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"], capture_output=True, text=True,
-                                check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return commit + ("+dirty" if dirty else "")
 
 
 def _settings(engine_threads: list[int]) -> list[tuple[str, str, int]]:
@@ -93,7 +78,7 @@ def main() -> None:
                              "(0: one per env, at most the cores)")
     parser.add_argument("--seconds", type=float, default=20.0, help="per setting and round")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--out", default=RESULTS_FILE, help="the results file to write ('' for none)")
+    parser.add_argument("--no_write", dest="write", action="store_false", help="print only; write no results file")
     args = parser.parse_args()
     t_script = time.monotonic()
     load_before = _common.loadavg()
@@ -140,23 +125,11 @@ def main() -> None:
           f"groups, {args.rounds} rounds of {args.seconds:g} s, load average before: {load_before}")
     print(_common.markdown_table(["engine", "frames/s (median)", "vs gymnasium", "frames per CPU-s",
                                   "vs gymnasium"], rows))
-    if args.out:
-        record = {
-            "name": "atari_engine_speed", "command": _common.command_line(), "commit": _git_commit(),
-            "date": _common.now_string(),
-            "machine": {"cpu": _common.cpu_model(), "cores": os.cpu_count(),
-                        "memory_gib": round(_common.memory_gib(), 1)},
-            "versions": _common.versions(), "load_before": load_before, "load_after": _common.loadavg(),
-            "data": {"preset": args.preset, "game": env_config.name, "frame_skip": frame_skip,
-                     "env_batch_size": env_batch_size, "actor_env_groups": groups, "seconds": args.seconds,
-                     "options": dataclasses.asdict(env_config.options), "summary": summary, "rounds": rounds},
-        }
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out + ".tmp", "w") as f:
-            json.dump(record, f, indent=1, allow_nan=False)
-            f.write("\n")
-        os.replace(args.out + ".tmp", args.out)
-        print(f"wrote {args.out}")
+    if args.write:
+        data = {"preset": args.preset, "game": env_config.name, "frame_skip": frame_skip,
+                "env_batch_size": env_batch_size, "actor_env_groups": groups, "seconds": args.seconds,
+                "options": dataclasses.asdict(env_config.options), "summary": summary, "rounds": rounds}
+        print(f"wrote {_common.write_result('atari_engine_speed', data, load_before=load_before)}")
     print(f"(script wall time {time.monotonic() - t_script:.0f} s)")
 
 

@@ -79,19 +79,11 @@ def test_quick_start_comes_first_with_its_three_tasks():
     assert "## What does not work" in text
 
 
-def test_quick_start_pong_figures_are_the_committed_results():
-    """The figures the quick start quotes are in the results it names (so a new Pong run forces an update)."""
+def test_quick_start_points_to_the_generated_results_for_its_figures():
+    """The quick start quotes no figure of its own; the Pong curve's are in the generated Results block
+    (tests/test_results_docs.py checks that block against benchmarks/results/)."""
     quick = _section(_text(README), "Quick start")
-    results = _text(ROOT / "benchmarks" / "RESULTS.md")
-    pong = re.search(r"<!-- BEGIN atari_learning_Pong_vtrace -->(.*?)<!-- END", results, re.S)
-    assert pong, "benchmarks/RESULTS.md has no Pong V-trace section"
-    for figure in ("14,512,736", "1.99", "2,021", "-20.25", "16.25"):
-        assert figure in quick, f"the quick start no longer quotes {figure}"
-        assert figure in pong.group(1), f"{figure} is not in RESULTS.md's Pong section"
-    rows = _text(ROOT / "benchmarks" / "results" / "atari_Pong_vtrace.csv").splitlines()
-    first_10 = next(r for r in rows[1:] if float(r.split(",")[3]) >= 10)
-    frames, hours = first_10.split(",")[:2]
-    assert f"{int(frames):,}" in quick and f"{hours} training hours" in quick
+    assert "(#results)" in quick and "atari_Pong_vtrace.csv" in _section(_text(README), "Results")
 
 
 def _markdown_files():

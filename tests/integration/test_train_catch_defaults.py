@@ -5,24 +5,28 @@ the observation spec, says so at start and in its config.json, and learns.
 Catch ends after 9 steps with +1 (the ball caught) or -1. A policy that does not read the frame catches the ball in
 at most one column of five: a mean of at most 0.2 - 0.8 = -0.6 (random play about -0.5). The threshold, a mean of
 0.8 over 20 episodes, needs the torso to see the ball. Measured with seeds 1-3 on two cores shared with other
-runs: reached after 10K-13K frames, 25-36 s from start to end.
+runs: reached after 10K-13K frames, 25-36 s from start to end. The run is one of the suite's background learning
+runs (``learning_runs.OTHER_RUNS["catch_defaults"]``: budget 60K frames, target 0.8).
 """
 
 import json
 import os
 
-from tests.integration.helpers import TrainProcess, episodes, first_frames_reaching
+import pytest
+
+from tests.integration import learning_runs
+from tests.integration.helpers import episodes, first_frames_reaching
 
 BUDGET = 60_000  # env frames; the runs measured needed about a sixth of it
 THRESHOLD = 0.8
 
 
-def test_the_default_network_of_a_small_image_env_learns_catch(tmp_path):
-    logdir = str(tmp_path / "catch")
-    proc = TrainProcess(logdir, "--env=test", "--env_name=catch:size=10", "--num_actors=1", "--env_batch_size=8",
-                        "--unroll_length=9", "--batch_size=8", f"--total_environment_frames={BUDGET}",
-                        f"--target_return={THRESHOLD}", "--summary_period_secs=5", "--seed=1")
-    assert proc.wait(timeout=300) == 0, proc.output()
+@pytest.mark.learning_run("catch_defaults")
+def test_the_default_network_of_a_small_image_env_learns_catch():
+    flags = learning_runs.OTHER_RUNS["catch_defaults"][0]
+    assert f"--total_environment_frames={BUDGET}" in flags and f"--target_return={THRESHOLD}" in flags
+    logdir, proc = learning_runs.current().wait("catch_defaults", 1800)
+    assert proc.proc.returncode == 0, proc.output()
     printed = [line for line in proc.lines if line.startswith("network: ")]
     assert printed == ["network: small_conv (observation [10, 10, 1] uint8: a small image (at most 42 x 42 pixels); "
                        "--network overrides)"], proc.output()

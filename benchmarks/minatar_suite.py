@@ -1,0 +1,176 @@
+"""The MinAtar suite (Young & Tian 2019) against its paper: five games, 5M frames, one preset per agent for all
+games (the CLI's defaults for a gymnasium env: nothing here names a game's settings), resumable.
+
+MinAtar comes from the package registry (``pip install -e '.[minatar]'``) and is reached through gymnasium as a
+user would: ``seed-rl train --env=classic --env_name=minatar.gym:MinAtar/Breakout-v1`` (importing the module
+registers the ids). Each run is ``seed-rl train`` in its own directory under ``--workdir``; a run with a
+``finished.json`` is read, not rerun, and a stopped one (Ctrl-C, a killed machine) resumes from its last
+checkpoint when the command runs again, its ``episodes.csv`` continuing.
+
+The score of a run is the mean return of its last 100 training episodes at the frame budget (the paper's curves
+are of training returns; one frame is one env step, MinAtar has no frame skip). The paper gives curves only:
+``PAPER`` is read off its figure at 5M frames (about +-5%), the better of DQN and actor-critic(lambda) per game.
+Writes ``benchmarks/results/minatar_suite.json``, data keys: frames, last_episodes, paper {game: score}, runs [{game,
+agent, seed, episodes, env_frames, score, curve [[frames, mean of the last 100]], wall_hours, finished, network,
+preset}], aggregates {agent: {games, seeds_per_game, at_or_above_paper, normalized_iqm, ci95}} (the IQM of the
+paper-normalised scores and its 95% stratified-bootstrap interval, as rliable computes them), commands; ``benchmarks/results/minatar_suite.png`` (the
+curves, seeds with their spread) and, through ``render_results.py``, the MinAtar table in RESULTS.md.
+
+Run:  python benchmarks/minatar_suite.py [--agents=vtrace,ppo] [--seeds=1] [--recommended=ppo]
+      [--recommended_seeds=1,2,3] [--games=Asterix,...] [--frames=5000000] [--workdir=runs/minatar_suite]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+import warnings
+from typing import Dict, List
+
+import _common
+import numpy as np
+
+RESULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "minatar_suite.json")
+PLOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "minatar_suite.png")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GAMES = ("Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders")
+PAPER = {"Asterix": 19.0, "Breakout": 17.5, "Freeway": 50.0, "Seaquest": 20.0, "SpaceInvaders": 185.0}
+"""Young & Tian 2019, figure 2, at 5M frames: the better of DQN and AC(lambda), read off the plot (about +-5%)."""
+LAST = 100
+CURVE_POINTS = 50
+
+
+def env_name(game: str) -> str:
+    return f"minatar.gym:MinAtar/{game}-v1"
+
+
+def run_dir(workdir: str, game: str, agent: str, seed: int) -> str:
+    return os.path.join(workdir, f"{game}_{agent}_seed_{seed}")
+
+
+def train(game: str, agent: str, seed: int, frames: int, workdir: str) -> None:
+    logdir = run_dir(workdir, game, agent, seed)
+    if os.path.exists(os.path.join(logdir, "finished.json")):
+        return
+    cmd = [sys.executable, "-m", "seed_rl", "train", "--env=classic", f"--env_name={env_name(game)}",
+           f"--agent={agent}", f"--seed={seed}", f"--logdir={logdir}", f"--total_environment_frames={frames}",
+           "--target_return=0", "--final_eval_episodes=0", "--summary_period_secs=30"]
+    print("$", " ".join(map(shlex.quote, cmd)), flush=True)
+    os.makedirs(workdir, exist_ok=True)
+    with open(logdir + ".log", "a") as log:
+        subprocess.run(cmd, check=True, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                       env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+
+
+def summarize(logdir: str) -> dict:
+    from seed_rl.learner.summaries import read_episodes
+
+    eps = read_episodes(os.path.join(logdir, "episodes.csv"))
+    frames = np.array([e.env_frames for e in eps], dtype=np.int64)
+    returns = np.array([e.episode_return for e in eps], dtype=np.float64)
+    if len(returns) < LAST:
+        return {"episodes": len(eps), "score": None, "curve": [], "finished": False}
+    means = np.convolve(returns, np.ones(LAST) / LAST, mode="valid")
+    ends = frames[LAST - 1:]
+    picks = np.unique(np.linspace(0, len(means) - 1, CURVE_POINTS).astype(int))
+    with open(os.path.join(logdir, "config.json")) as f:
+        config = json.load(f)
+    return {"episodes": len(eps), "env_frames": int(frames[-1]), "score": float(means[-1]),
+            "curve": [[int(ends[i]), round(float(means[i]), 3)] for i in picks],
+            "wall_hours": round(float(eps[-1].wall_time - eps[0].wall_time) / 3600, 3),
+            "finished": os.path.exists(os.path.join(logdir, "finished.json")),
+            "network": config.get("agent", {}).get("network"), "preset": config.get("preset")}
+
+
+def aggregates(runs: List[dict], reps: int = 20_000, seed: int = 0) -> Dict[str, dict]:
+    """Per agent over its finished runs: games whose mean score is at or above the paper's, and the IQM of the
+    paper-normalised scores (score / paper) with its 95% stratified-bootstrap interval (rliable)."""
+    from rliable import library as rly
+    from rliable import metrics
+
+    out: Dict[str, dict] = {}
+    for agent in sorted({r["agent"] for r in runs}):
+        done = [r for r in runs if r["agent"] == agent and r["finished"] and r["score"] is not None]
+        games = [g for g in GAMES if any(r["game"] == g for r in done)]
+        if not games:
+            continue
+        per_game = {g: [r["score"] / PAPER[g] for r in done if r["game"] == g] for g in games}
+        seeds = min(len(v) for v in per_game.values())
+        matrix = np.array([per_game[g][:seeds] for g in games], dtype=np.float64).T  # runs x games
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            point, interval = rly.get_interval_estimates(
+                {agent: matrix}, lambda x: np.array([metrics.aggregate_iqm(x)]), reps=reps,
+                random_state=np.random.RandomState(seed))
+        at_or_above = [g for g in games if np.mean([r["score"] for r in done if r["game"] == g]) >= PAPER[g]]
+        out[agent] = {"games": games, "seeds_per_game": seeds, "at_or_above_paper": at_or_above,
+                      "normalized_iqm": float(point[agent][0]), "ci95": [float(v) for v in interval[agent][:, 0]]}
+    return out
+
+
+def plot(runs: List[dict], path: str = PLOT) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(GAMES), figsize=(4 * len(GAMES), 3.4))
+    for ax, game in zip(axes, GAMES):
+        for agent in sorted({r["agent"] for r in runs}):
+            curves = [r["curve"] for r in runs if r["game"] == game and r["agent"] == agent and r["curve"]]
+            if not curves:
+                continue
+            grid = np.linspace(0, min(c[-1][0] for c in curves), 100)
+            ys = np.array([np.interp(grid, [p[0] for p in c], [p[1] for p in c]) for c in curves])
+            line, = ax.plot(grid / 1e6, ys.mean(0), label=f"{agent} ({len(curves)} seed{'s' * (len(curves) > 1)})")
+            if len(curves) > 1:
+                ax.fill_between(grid / 1e6, ys.min(0), ys.max(0), color=line.get_color(), alpha=0.2)
+        ax.axhline(PAPER[game], color="k", linestyle="--", linewidth=1, label="paper at 5M (better of DQN, AC(λ))")
+        ax.set_title(game)
+        ax.set_xlabel("env frames (M)")
+    axes[0].set_ylabel(f"mean return of the last {LAST} episodes")
+    axes[-1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--agents", default="vtrace,ppo")
+    parser.add_argument("--seeds", default="1")
+    parser.add_argument("--recommended", default="ppo", help="the agent the docs recommend for such envs")
+    parser.add_argument("--recommended_seeds", default="1,2,3")
+    parser.add_argument("--games", default=",".join(GAMES))
+    parser.add_argument("--frames", type=int, default=5_000_000)
+    parser.add_argument("--workdir", default=os.path.join(REPO, "runs", "minatar_suite"))
+    parser.add_argument("--report_only", action="store_true", help="summarize the run directories; train nothing")
+    args = parser.parse_args()
+    games = args.games.split(",")
+    jobs = [(g, a, int(s)) for s in args.seeds.split(",") for a in args.agents.split(",") for g in games]
+    jobs += [(g, args.recommended, int(s)) for s in args.recommended_seeds.split(",") for g in games
+             if (g, args.recommended, int(s)) not in jobs]
+    load_before = _common.loadavg()
+    started = time.time()
+    runs = []
+    for game, agent, seed in jobs:
+        if not args.report_only:
+            train(game, agent, seed, args.frames, args.workdir)
+        logdir = run_dir(args.workdir, game, agent, seed)
+        if os.path.exists(os.path.join(logdir, "episodes.csv")):
+            runs.append({"game": game, "agent": agent, "seed": seed, **summarize(logdir)})
+    data = {"frames": args.frames, "last_episodes": LAST, "paper": PAPER, "runs": runs,
+            "aggregates": aggregates(runs), "commands": {"train": f"seed-rl train --env=classic --env_name="
+                                                                   f"{env_name('GAME')} --agent=AGENT --seed=SEED"}}
+    _common.write_result("minatar_suite", data, load_before=load_before)
+    plot(runs)
+    print(f"{len(runs)} runs summarized in {time.time() - started:.0f} s; wrote {RESULT} and {PLOT}")
+
+
+if __name__ == "__main__":
+    main()

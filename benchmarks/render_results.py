@@ -1,0 +1,480 @@
+"""Regenerates every published results table from the committed results files under ``benchmarks/results/``.
+
+    python benchmarks/render_results.py           # rewrites the generated blocks of README.md, RESULTS.md, docs/
+    python benchmarks/render_results.py --check   # exit status 1 and the differences when a block is stale
+
+A generated block sits between ``<!-- BEGIN generated:NAME -->`` and ``<!-- END generated:NAME -->`` lines (in
+``benchmarks/RESULTS.md`` the ``summary`` section between its section markers); everything between them is
+rewritten. ``tests/test_results_docs.py`` runs the check in the default suite, so a number in a table cannot
+drift from its file. To publish a new result: have its script write a file under ``benchmarks/results/``
+(``_common.report(..., data=...)``), add a renderer here and a block where it belongs, and run this script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import difflib
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+RESULTS = os.path.join(HERE, "results")
+WINDOW = 20
+BATCH_GAP = 50_000
+
+
+def _load_json(name: str) -> Optional[dict]:
+    path = os.path.join(RESULTS, name)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def _fmt(x: Optional[float], digits: int = 0) -> str:
+    if x is None:
+        return "-"
+    text = f"{x:,.{digits}f}"
+    return text
+
+
+def _frames(x: Optional[float]) -> str:
+    """Env frames, in K below 1M and M above."""
+    if x is None:
+        return "-"
+    return f"{x / 1e6:.2f}M" if x >= 1e6 else f"{x / 1e3:.0f}K"
+
+
+def _median_range(values: Sequence[float], fmt: Callable[[float], str]) -> str:
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return fmt(values[0])
+    return f"{fmt(float(np.median(values)))} [{fmt(min(values))}, {fmt(max(values))}]"
+
+
+def _table(headers: Sequence[str], rows: List[Sequence[str]], align: str) -> str:
+    seps = ["---:" if a == "r" else "---" for a in align]
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join(seps) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------- the agent suite
+
+AGENT_NAMES = {"vtrace": "V-trace", "r2d2": "R2D2", "ppo": "PPO", "awr": "AWR", "vmpo": "V-MPO", "sac": "SAC"}
+
+
+def agent_rows(suite: dict) -> List[dict]:
+    """Per agent: its task, the test's threshold, and the learning runs' and the control's figures."""
+    rows = []
+    for agent, case in suite["cases"].items():
+        learn = [r for r in suite["runs"] if r["agent"] == agent and not r["control"]]
+        controls = [r for r in suite["runs"] if r["agent"] == agent and r["control"]]
+        if not learn:
+            continue
+        level = f"{case['test_level']:g}"
+        reached = [r["frames_to"][level] for r in learn if r["frames_to"].get(level) is not None]
+        task = next(f.split("=", 1)[1] for f in case["flags"] if f.startswith("--env_name="))
+        rows.append({
+            "agent": agent, "task": task, "level": case["test_level"], "budget": case["budget"],
+            "seeds": len(learn), "reached": reached,
+            "best": [r["best_window"] for r in learn if r["best_window"] is not None],
+            "greedy": [r["greedy"]["best"] for r in learn if r["greedy"].get("best") is not None],
+            "control_best": [r["best_window"] for r in controls if r["best_window"] is not None],
+            "control_frames": [r["env_frames"] for r in controls]})
+    return rows
+
+
+def agents_table(suite: Optional[dict] = None) -> str:
+    suite = suite if suite is not None else _load_json("agent_suite.json")
+    if suite is None:
+        return "(no agent suite results yet: `python benchmarks/agent_suite.py`)"
+    rows = []
+    for r in agent_rows(suite):
+        control = (f"{_median_range(r['control_best'], lambda x: _fmt(x, 0))} in {_frames(max(r['control_frames']))}"
+                   if r["control_best"] else "-")
+        agg = suite.get("aggregates", {}).get(r["agent"])
+        iqm = f"{_fmt(agg['iqm'])} [{_fmt(agg['ci95'][0])}, {_fmt(agg['ci95'][1])}]" if agg else "-"
+        rows.append([AGENT_NAMES.get(r["agent"], r["agent"]), r["task"], _fmt(r["level"]),
+                     f"{len(r['reached'])}/{r['seeds']}: {_median_range(r['reached'], _frames)}",
+                     _median_range(r["best"], lambda x: _fmt(x, 0)),
+                     _median_range(r["greedy"], lambda x: _fmt(x, 0)), iqm, control])
+    table = _table(["agent", "task", "threshold", "seeds reaching it: frames, median [min, max]",
+                    "best window of 20", "greedy eval of best checkpoint", "its IQM [95% CI]",
+                    "broken control's best window"], rows, "llrrrrrr")
+    runs = "; ".join(f"{i['date']}, commit {i['commit']}" for i in suite.get("invocations", [])) or \
+        f"{suite['date']}, commit {suite['commit']}"
+    return (f"{table}\n\nFrom `benchmarks/results/agent_suite.json` (`{suite['command']}`, run in "
+            f"{len(suite.get('invocations', [])) or 1} invocation(s), the file says what each ran: {runs}; "
+            f"{suite['parallel_runs']} runs side by side on "
+            f"{suite['machine']}). Windows are means of {suite['window']} consecutive training episodes (R2D2: its "
+            f"evaluation envs' episodes); a learning run stops once a window reaches the suite's stop level; the "
+            f"greedy eval is {suite['greedy_episodes']} episodes of the best checkpoint at the end of the run; its "
+            f"interquartile mean over the seeds and the 95% stratified-bootstrap interval are rliable's. "
+            f"The threshold is the default suite's learning test's (`tests/integration/test_agents_learn.py`); "
+            f"the control flips the policy gradient's sign (V-trace, PPO, AWR, V-MPO) or the reward's sign in the "
+            f"targets (R2D2, SAC).")
+
+
+# ---------------------------------------------------------------------------------------- learning curves
+
+@dataclass(frozen=True)
+class Curve:
+    file: str  # under benchmarks/results/
+    what: str
+    command: str
+    batched: bool = False  # many episodes end together (MuJoCo's 1,000-step episodes): report per-batch means
+    levels: tuple = ()
+
+
+CURVES = (
+    Curve("atari_Pong_vtrace.csv", "Atari Pong, V-trace `atari_vtrace_fast`, one seed",
+          "python benchmarks/atari_learning.py --game=Pong --agent=vtrace --hours=2.1 (two sessions)", levels=(0.0, 10.0, 18.0)),
+    Curve("atari_Breakout_r2d2.csv", "Atari Breakout, R2D2 `atari_r2d2_fast`, one seed",
+          "python benchmarks/atari_learning.py --game=Breakout --agent=r2d2 --hours=1.9 -- --batch_size=8 "
+          "--unroll_length=20 --burn_in=8 --replay_ratio=4 --update_target_every_n_step=400", levels=(10.0, 30.0)),
+    Curve("football_academy_empty_goal_close_vtrace.csv",
+          "Football `academy_empty_goal_close`, V-trace `football_vtrace_fast`, one seed",
+          "python benchmarks/atari_learning.py --env=football --game=academy_empty_goal_close --agent=vtrace "
+          "--hours=1.25 (stopped by hand at 0.19 h)",
+          levels=(0.5, 0.9)),
+    Curve("mujoco_HalfCheetah-v5_ppo_split.csv", "MuJoCo HalfCheetah-v5, PPO `mujoco_ppo` (`split`), one seed",
+          "python benchmarks/atari_learning.py --env=mujoco --game=HalfCheetah-v5 --agent=ppo --hours=0.7 "
+          "--preset=mujoco_ppo --tag=split --total_frames=800000", batched=True),
+    Curve("mujoco_HalfCheetah-v5_ppo.csv",
+          "MuJoCo HalfCheetah-v5, PPO `mujoco_ppo` in the `shuffle` batch mode it had then, one seed",
+          "python benchmarks/atari_learning.py --env=mujoco --game=HalfCheetah-v5 --agent=ppo --hours=1.3 -- "
+          "--batch_mode=shuffle (the preset's mode is `split` now)", batched=True),
+    Curve("mujoco_HalfCheetah-v5_sac.csv", "MuJoCo HalfCheetah-v5, SAC `mujoco_sac`, one seed",
+          "python benchmarks/atari_learning.py --env=mujoco --game=HalfCheetah-v5 --agent=sac --hours=1.5 "
+          "--preset=mujoco_sac --total_frames=1000000"),
+)
+
+
+def read_curve(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(env frames, training hours, score) of every episode of a committed curve."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    return (np.array([int(r["env_frames"]) for r in rows]), np.array([float(r["training_hours"]) for r in rows]),
+            np.array([float(r["score"]) for r in rows]))
+
+
+def curve_figures(curve: Curve) -> dict:
+    frames, hours, score = read_curve(os.path.join(RESULTS, curve.file))
+    out = {"episodes": len(score), "frames": int(frames[-1]), "hours": float(hours[-1])}
+    if curve.batched:
+        # The envs' episodes end within a few thousand frames of each other (all 1,000 steps long): a gap of more
+        # than BATCH_GAP frames starts the next batch; report each batch's mean.
+        starts = np.concatenate([[0], np.flatnonzero(np.diff(frames) > BATCH_GAP) + 1, [len(frames)]])
+        out["batches"] = [(int(frames[b - 1]), float(score[a:b].mean()), int(b - a))
+                          for a, b in zip(starts[:-1], starts[1:])]
+        return out
+    means = np.convolve(score, np.ones(WINDOW) / WINDOW, mode="valid")
+    out.update(first=float(means[0]), last=float(means[-1]), best=float(means.max()),
+               best_frames=int(frames[WINDOW - 1 + int(means.argmax())]))
+    out["levels"] = {}
+    for level in curve.levels:
+        hits = np.flatnonzero(means >= level)
+        out["levels"][level] = (int(frames[WINDOW - 1 + hits[0]]), float(hours[WINDOW - 1 + hits[0]])) \
+            if len(hits) else None
+    return out
+
+
+def curves_table() -> str:
+    rows = []
+    for curve in CURVES:
+        fig = curve_figures(curve)
+        if "batches" in fig:
+            measured = "mean return of each batch of episodes that end together (every env's): " + ", ".join(
+                f"{_fmt(m)} at {_frames(e)} ({n} episodes)" for e, m, n in fig["batches"])
+        else:
+            levels = "; ".join(
+                f"first window >= {level:g} at {_frames(hit[0])} ({hit[1]:.2f} h)" if hit else f"never >= {level:g}"
+                for level, hit in fig["levels"].items())
+            measured = (f"windows of {WINDOW} episodes: first {_fmt(fig['first'], 2)}, last {_fmt(fig['last'], 2)}, "
+                        f"best {_fmt(fig['best'], 2)} (at {_frames(fig['best_frames'])})"
+                        + (f"; {levels}" if levels else ""))
+        command, _, note = curve.command.partition(" (")
+        note = f" ({note}" if note else ""
+        rows.append([curve.what, f"{_frames(fig['frames'])} frames, {fig['hours']:.2f} h, {fig['episodes']:,} "
+                     "episodes", measured, f"`benchmarks/results/{curve.file}`; `{command}`{note}"])
+    return _table(["run", "length", "score", "file; command"], rows, "llll")
+
+
+def final_eval_table() -> str:
+    data = _load_json("cartpole_final_eval.json")
+    if not data:
+        return ""
+    rows = []
+    for label, entry in data.items():
+        for s in entry["seeds"]:
+            rows.append([f"`{label}`" + (f" {' '.join(entry['flags'])}" if entry["flags"] else ""), s["seed"],
+                         s["stopped"], _frames(s["env_frames"]), _fmt(s["best_window"], 1), _fmt(s["best_greedy"], 1),
+                         _fmt(s["last_window"], 1), _fmt(s["latest_greedy"], 1)])
+    return _table(["variant", "seed", "stopped", "frames", "best window", "best greedy", "last window",
+                   "latest greedy"], rows, "lrlrrrrr")
+
+
+# ------------------------------------------------------------------------------------ speed and resources
+
+def _pass(passed: Optional[bool]) -> str:
+    return "-" if passed is None else ("met" if passed else "**not met**")
+
+
+def _transport_overhead(d: dict) -> tuple[str, str, str]:
+    loops = d["loops"]
+    measured = (f"{loops['training']['ratio']:.2f} ({_fmt(loops['training']['env_steps_per_s'])} env steps/s against "
+                f"{_fmt(d['bare']['env_steps_per_s'])} bare)")
+    if loops.get("grpc_stream"):
+        measured += f"; over gRPC instead of the same-host socket {loops['grpc_stream']['ratio']:.2f}"
+    return measured, f">= {d['target']:.2f}", _pass(d["passed"])
+
+
+def _e2e(d: dict) -> tuple[str, str, str]:
+    return (f"{d['ratio']:.2f} ({_fmt(d['e2e_fps'])} frames/s, ceiling {_fmt(d['ceiling_fps'])})",
+            f">= {d['target']:.2f}", _pass(d["passed"]))
+
+
+def _actor_memory(d: dict) -> tuple[str, str, str]:
+    tf = "TensorFlow imported" if d.get("tensorflow_imported") else "no TensorFlow"
+    return f"{_fmt(d['peak_mib'])} MiB peak, {_fmt(d['steady_mib'])} MiB steady ({tf})", \
+        f"<= {_fmt(d['target_peak_mib'])} MiB", _pass(d["passed"])
+
+
+def _replay(d: dict) -> tuple[str, str, str]:
+    parts = [f"{r['frame']}: {r['sample_ratio']:.2f}x" for r in d["atari_ratios"]]
+    flat = all(r["flat"] for r in d["atari_ratios"])
+    return (f"sample time {max(d['capacities'])} / {min(d['capacities'])} sequences, by frame size: "
+            + ", ".join(parts), f"<= {d['flat_limit']:g}x", _pass(flat))
+
+
+def _learner_capacity(d: dict) -> tuple[str, str, str]:
+    parts = []
+    for t in d["targets"]:
+        per = ", ".join(f"{k['best_us']:.1f} us at {k['envs_per_message']}" for k in t["per_k"])
+        parts.append(f"{t['carrier']}: {per}")
+    return ("learner CPU per env step, cheapest batch, by envs per message: " + "; ".join(parts),
+            f"<= {d['target_us']:g} us at >= {d['target_min_envs']} envs per message",
+            ", ".join(f"{t['carrier']} {_pass(t['passed'])}" for t in d["targets"]))
+
+
+def _inference_latency(d: dict) -> tuple[str, str, str]:
+    cells = [c for c in d["cells"] if c["server"] == "learner"] or d["cells"]
+    parts = [f"{c['clients']} clients {c['p50_ms']:.1f} / {c['p99_ms']:.1f} ms" for c in cells]
+    return "p50 / p99: " + ", ".join(parts), "printed", "-"
+
+
+def _flow_control(d: dict) -> tuple[str, str, str]:
+    cells = [c for c in d["cells"] if c["variant"] != "grpc"]
+    parts = [f"{c['variant']} at {c['envs']} envs: {c['messages_per_s']:.1f} msg/s ({c['vs_grpc']:.2f} of gRPC's)"
+             for c in cells]
+    return "; ".join(parts), "not slower than gRPC's own", "-"
+
+
+def _many_actors(d: dict) -> tuple[str, str, str]:
+    parts = [f"{r['server']} N={r['streams']}: {_fmt(r['round_trips_per_s'])} round trips/s, "
+             f"{r['window_errors'] + r['setup_errors']} errors" for r in d["results"]]
+    targets = [t for server in d["servers"].values() for t in server.get("targets", [])]
+    status = ", ".join(f"{t['target']}: {_pass(t['passed'])}" for t in targets) or "-"
+    return "; ".join(parts), "0 errors, rate at 1,000 >= 80% of 100", status
+
+
+@dataclass(frozen=True)
+class Measured:
+    file: str
+    what: str
+    render: Callable[[dict], tuple]
+
+
+MEASURED = (
+    Measured("transport_overhead.json", "Pong, tiny network, 2 actors x 8 envs: full loop env steps/s / bare env "
+             "stepping (`python benchmarks/transport_overhead.py`)", _transport_overhead),
+    Measured("atari_vtrace_e2e.json", "Atari Pong V-trace, 2 actors x 4 envs: end-to-end frames/s / compute "
+             "ceiling (`python benchmarks/atari_vtrace_e2e.py`)", _e2e),
+    Measured("atari_r2d2_e2e.json", "Atari Pong R2D2, 2 actors x 4 envs: end-to-end / compute ceiling "
+             "(`python benchmarks/atari_r2d2_e2e.py`)", _e2e),
+    Measured("actor_memory.json", "one actor process with 4 Atari envs, resident memory "
+             "(`python benchmarks/actor_memory.py`)", _actor_memory),
+    Measured("inference_latency.json", "inference round trip (`python benchmarks/inference_latency.py`)",
+             _inference_latency),
+    Measured("replay_throughput.json", "replay sampling, large vs small capacity "
+             "(`python benchmarks/replay_throughput.py`)", _replay),
+    Measured("learner_capacity.json", "learner capacity, tiny network, training on "
+             "(`python benchmarks/learner_capacity.py`)", _learner_capacity),
+    Measured("flow_control.json", "flow control: big messages, 20 ms added round trip "
+             "(`python benchmarks/flow_control.py`)", _flow_control),
+    Measured("many_actors.json", "many actors over gRPC (`python benchmarks/many_actors.py`)", _many_actors),
+)
+
+
+def measured_table() -> str:
+    rows, missing = [], []
+    for m in MEASURED:
+        entry = _load_json(m.file)
+        if entry is None:
+            missing.append(f"`{m.file}`")
+            continue
+        measured, target, status = m.render(entry["data"])
+        rows.append([m.what, measured, target, status,
+                     f"`benchmarks/results/{m.file}`, commit {entry['commit']}, {entry['date']}"])
+    text = _table(["what", "measured", "target", "", "file"], rows, "llrll") if rows else ""
+    if missing:
+        text += ("\n\nNot measured since the results files began (the sections below hold those scripts' "
+                 "last reports, not regenerated): " + ", ".join(missing) + ".")
+    return text.strip()
+
+
+# ------------------------------------------------------------------------------------------------ the blocks
+
+def agents_table_short(suite: Optional[dict] = None) -> str:
+    """The README's agents table: the test's threshold, the frames to it and the greedy evaluations."""
+    suite = suite if suite is not None else _load_json("agent_suite.json")
+    if suite is None:
+        return "(no agent suite results yet: `python benchmarks/agent_suite.py`)"
+    rows = []
+    for r in agent_rows(suite):
+        agg = suite.get("aggregates", {}).get(r["agent"])
+        iqm = f"{_fmt(agg['iqm'])} [{_fmt(agg['ci95'][0])}, {_fmt(agg['ci95'][1])}]" if agg else "-"
+        rows.append([AGENT_NAMES.get(r["agent"], r["agent"]), r["task"], _fmt(r["level"]),
+                     f"{len(r['reached'])}/{r['seeds']}: {_median_range(r['reached'], _frames)}", iqm,
+                     _median_range(r["control_best"], lambda x: _fmt(x, 0))])
+    return _table(["agent", "task", "threshold", "seeds reaching it: frames", "greedy eval, IQM [95% CI]",
+                   "broken control"], rows, "llrrrr")
+
+
+def curves_table_short() -> str:
+    rows = []
+    for curve in CURVES:
+        fig = curve_figures(curve)
+        if "batches" in fig:
+            end, score, n = fig["batches"][-1]
+            last = f"{_fmt(score)} (mean of the last {n} episodes, which end together)"
+        else:
+            last = f"{_fmt(fig['last'], 2)} (last window of {WINDOW}; best {_fmt(fig['best'], 2)})"
+        rows.append([curve.what.split(", one seed")[0], f"{_frames(fig['frames'])} frames, {fig['hours']:.2f} h",
+                     last, f"`{curve.file}`"])
+    return _table(["run (one seed)", "length", "score at the end", "file"], rows, "llrl")
+
+
+def readme_results() -> str:
+    return (
+        "Every agent on its small task, 5 seeds each: the default suite's learning test's threshold, the frames "
+        "each seed needed (median [min, max]), the best checkpoint's greedy evaluation (10 episodes; interquartile "
+        "mean over the seeds, rliable's 95% interval) and the sign-flipped control's best window of 20 "
+        "(`benchmarks/results/agent_suite.json`):\n\n"
+        f"{agents_table_short()}\n\n"
+        "Longer runs (files under `benchmarks/results/`; the full tables, commands and speed measurements: "
+        "[benchmarks/RESULTS.md](benchmarks/RESULTS.md#summary)):\n\n"
+        f"{curves_table_short()}\n")
+
+
+def results_summary() -> str:
+    return (
+        "## Summary\n\n"
+        "Generated by `python benchmarks/render_results.py` from the files under `benchmarks/results/` (do not "
+        "edit by hand; `benchmarks/README.md` says how results are recorded). The sections after this one are "
+        "each benchmark script's own report of its latest run.\n\n"
+        "### Every agent on its small task\n\n"
+        f"{agents_table()}\n\n"
+        "### Learning curves\n\n"
+        f"{curves_table()}\n\n"
+        "### Speed and resources\n\n"
+        "Each a ratio of two rates measured in the same run of its script, on a shared 2-core CPU machine unless "
+        "the file says otherwise.\n\n"
+        f"{measured_table()}\n\n"
+        "### Does the main job's policy play what the run reports?\n\n"
+        "`./run_local.sh`'s preset on CartPole-v1 (`python benchmarks/cartpole_final_eval.py`): the best and the "
+        "last training windows of 20 episodes beside the closing greedy evaluation (10 episodes) of the best and "
+        "the latest checkpoints, from `benchmarks/results/cartpole_final_eval.json`.\n\n"
+        f"{final_eval_table()}\n\n")
+
+
+@dataclass(frozen=True)
+class Block:
+    path: str  # relative to the repository root
+    name: str
+    render: Callable[[], str]
+    section: bool = False  # a RESULTS.md section (``<!-- BEGIN name -->``) instead of a generated block
+
+
+BLOCKS = (
+    Block("README.md", "results", readme_results),
+    Block("benchmarks/RESULTS.md", "summary", results_summary, section=True),
+    Block("docs/agents.md", "agents", agents_table),
+    Block("docs/status.md", "agents", agents_table),
+)
+
+
+def _markers(block: Block) -> tuple[str, str]:
+    tag = block.name if block.section else f"generated:{block.name}"
+    return f"<!-- BEGIN {tag} -->\n", f"<!-- END {tag} -->\n"
+
+
+def rendered(block: Block, text: str) -> str:
+    """``text`` (the file's contents) with ``block`` rewritten; a missing block is an error."""
+    begin, end = _markers(block)
+    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.S)
+    if not pattern.search(text):
+        raise ValueError(f"{block.path} has no {begin.strip()} ... {end.strip()} block")
+    body = block.render().rstrip("\n") + "\n"
+    return pattern.sub(lambda _: begin + body + end, text, count=1)
+
+
+def stale_blocks() -> Dict[str, str]:
+    """{file: unified diff} for every file whose generated blocks differ from what the results files say."""
+    out: Dict[str, str] = {}
+    for path in sorted({b.path for b in BLOCKS}):
+        with open(os.path.join(REPO, path)) as f:
+            text = f.read()
+        new = text
+        for block in (b for b in BLOCKS if b.path == path):
+            new = rendered(block, new)
+        if new != text:
+            out[path] = "".join(difflib.unified_diff(text.splitlines(True), new.splitlines(True), path, path, n=1))
+    return out
+
+
+def write_all() -> List[str]:
+    written = []
+    for path in sorted({b.path for b in BLOCKS}):
+        full = os.path.join(REPO, path)
+        with open(full) as f:
+            text = f.read()
+        new = text
+        for block in (b for b in BLOCKS if b.path == path):
+            new = rendered(block, new)
+        if new != text:
+            with open(full, "w") as f:
+                f.write(new)
+            written.append(path)
+    return written
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a block is stale")
+    args = parser.parse_args()
+    if args.check:
+        stale = stale_blocks()
+        for diff in stale.values():
+            print(diff)
+        if stale:
+            print(f"stale: {', '.join(stale)} (run python benchmarks/render_results.py)", file=sys.stderr)
+            sys.exit(1)
+        print("every generated block matches its results files")
+        return
+    written = write_all()
+    print("rewrote " + (", ".join(written) if written else "nothing (already up to date)"))
+
+
+if __name__ == "__main__":
+    main()
