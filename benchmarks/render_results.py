@@ -251,10 +251,13 @@ def _actor_memory(d: dict) -> tuple[str, str, str]:
 
 
 def _replay(d: dict) -> tuple[str, str, str]:
-    parts = [f"{r['frame']}: {r['sample_ratio']:.2f}x" for r in d["atari_ratios"]]
-    flat = all(r["flat"] for r in d["atari_ratios"])
-    return (f"sample time {max(d['capacities'])} / {min(d['capacities'])} sequences, by frame size: "
-            + ", ".join(parts), f"<= {d['flat_limit']:g}x", _pass(flat))
+    measured = [r for r in d["atari_ratios"] if "sample_ratio" in r]
+    parts = [f"{r['frame']}x{r['frame']} frames {r['sample_ratio']:.2f}x" for r in measured]
+    errors = {r["frame"]: r["error"] for r in d["atari"] if r.get("error")}
+    parts += [f"{frame}x{frame} frames not measured ({error})" for frame, error in errors.items()]
+    flat = all(r["flat"] for r in measured) if measured else None
+    return (f"R2D2 sequences, batch {d['batch_size']}: sample time at {max(d['capacities']):,} / "
+            f"{min(d['capacities']):,} sequences: " + "; ".join(parts), f"<= {d['flat_limit']:g}x", _pass(flat))
 
 
 def _learner_capacity(d: dict) -> tuple[str, str, str]:
@@ -288,6 +291,15 @@ def _many_actors(d: dict) -> tuple[str, str, str]:
     return "; ".join(parts), "0 errors, rate at 1,000 >= 80% of 100", status
 
 
+def _engine_speed(d: dict) -> tuple[str, str, str]:
+    parts = [f"{label}: {v['median_frames_per_s']:,.0f} frames/s ({v['ratio_to_gymnasium']:.2f}x), "
+             f"{v['cpu_ratio_to_gymnasium']:.2f}x per CPU-second" for label, v in d["summary"].items()
+             if v["atari_engine"] != "gymnasium"]
+    base = next(v for v in d["summary"].values() if v["atari_engine"] == "gymnasium")
+    return (f"gymnasium path {base['median_frames_per_s']:,.0f} frames/s; " + "; ".join(parts),
+            "the faster per CPU becomes the default", "gymnasium stays the default")
+
+
 @dataclass(frozen=True)
 class Measured:
     file: str
@@ -302,6 +314,9 @@ MEASURED = (
              "ceiling (`python benchmarks/atari_vtrace_e2e.py`)", _e2e),
     Measured("atari_r2d2_e2e.json", "Atari Pong R2D2, 2 actors x 4 envs: end-to-end / compute ceiling "
              "(`python benchmarks/atari_r2d2_e2e.py`)", _e2e),
+    Measured("atari_engine_speed.json", "Atari env stepping in one actor, 8 Pong envs in 2 groups: ale-py's vector "
+             "engine against the gymnasium path (`python benchmarks/atari_engine_speed.py --seconds=20 --rounds=5`)",
+             _engine_speed),
     Measured("actor_memory.json", "one actor process with 4 Atari envs, resident memory "
              "(`python benchmarks/actor_memory.py`)", _actor_memory),
     Measured("inference_latency.json", "inference round trip (`python benchmarks/inference_latency.py`)",

@@ -20,7 +20,7 @@ README_SETTINGS = {
     "1910.06591", "2020", "3.10", "3.11",  # the paper, its year, Python versions
     "0", "1", "2", "3", "4", "5", "8", "10", "12", "16", "20", "57",  # counts: actors, envs, seeds, games, tasks
     "450", "1M", "50M", "15000000", "200M",  # targets and frame budgets of the presets and commands
-    "0.70", "30",  # the transport-overhead and learner-capacity targets
+    "0.70",  # the transport-overhead target
     "64", "10,000",  # published SAC HalfCheetah figures (updates per frame against ours, their return)
 }
 
