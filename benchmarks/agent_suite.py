@@ -12,7 +12,8 @@ A level is reached at the env frames of the first window of ``WINDOW`` consecuti
 at or above it (training episodes; R2D2's evaluation episodes, which its target reads). Writes
 ``benchmarks/results/agent_suite.json``: per run the frames to each level, the best and the last windows, the
 closing greedy evaluation of the best and the latest checkpoints, the frames and wall time; per case the flags;
-the command, commit, machine and date. ``benchmarks/render_results.py`` makes the README's agents table from it.
+the command, commit, machine and date. ``benchmarks/render_results.py`` makes the README's agents table from it; ``benchmarks/results/agent_suite.png``
+draws each agent's curves (the seeds' mean and min-max band, and the control).
 
 The per-agent aggregate (``aggregates``: the interquartile mean of the greedy evaluations and its 95% bootstrap
 confidence interval) is computed with rliable (``pip install -e '.[bench]'``).
@@ -38,6 +39,7 @@ import _common
 import numpy as np
 
 RESULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "agent_suite.json")
+PLOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "agent_suite.png")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WINDOW = 20
 GREEDY_EPISODES = 10
@@ -167,6 +169,48 @@ def aggregates(runs: List[dict], reps: int = 20_000, seed: int = 0) -> Dict[str,
     return out
 
 
+def plot(workdir: str, path: str = PLOT) -> None:
+    """Each agent's learning runs: the window of WINDOW episodes against env frames, the seeds' mean with their
+    min-max band, and the control; written to ``benchmarks/results/agent_suite.png``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from seed_rl.learner.summaries import read_episodes
+
+    fig, axes = plt.subplots(1, len(CASES), figsize=(3.6 * len(CASES), 3.2))
+    for ax, (agent, case) in zip(axes, CASES.items()):
+        curves = {}
+        for name in sorted(os.listdir(workdir)):
+            if not name.startswith(f"{agent}_") or not os.path.isdir(os.path.join(workdir, name)):
+                continue
+            eps = [e for e in read_episodes(os.path.join(workdir, name, "episodes.csv"))
+                   if e.eval == case["eval_episodes"]]
+            means, ends = windows(np.array([e.env_frames for e in eps]), np.array([e.episode_return for e in eps]))
+            if len(means):
+                curves[name] = (ends, means)
+        learn = [c for n, c in curves.items() if "_learn_" in n]
+        if learn:
+            # Runs stop at different frames: each seed's last window holds after its stop.
+            grid = np.linspace(0, max(c[0][-1] for c in learn), 200)
+            ys = np.array([np.interp(grid, ends, means) for ends, means in learn])
+            ax.plot(grid / 1e3, ys.mean(0), label=f"learning, {len(learn)} seeds (mean, min-max)")
+            ax.fill_between(grid / 1e3, ys.min(0), ys.max(0), alpha=0.25)
+        for n, (ends, means) in curves.items():
+            if "_control_" in n:
+                ax.plot(ends / 1e3, means, color="gray", linewidth=1, label="broken control")
+        ax.axhline(case["test_level"], color="k", linestyle="--", linewidth=1, label="the test's threshold")
+        task = next(f.split("=", 1)[1] for f in case["flags"] if f.startswith("--env_name="))
+        ax.set_title(f"{agent} on {task}")
+        ax.set_xlabel("env frames (K)")
+    axes[0].set_ylabel(f"mean return of {WINDOW} episodes")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
 def _load() -> dict:
     if os.path.exists(RESULT):
         with open(RESULT) as f:
@@ -216,6 +260,7 @@ def main() -> None:
             _save(results)
     results["aggregates"] = aggregates(results["runs"])
     _save(results)
+    plot(args.workdir)
     print(f"{len(jobs)} runs in {time.time() - started:.0f} s; written to {RESULT}")
 
 

@@ -21,6 +21,7 @@ from tests.integration import learning_runs
 from tests.integration.helpers import best_rolling_mean, episodes, first_frames_reaching
 
 CASES = learning_runs.CASES
+pytestmark = pytest.mark.timeout(2400)  # a test may wait for its background run (pytest-timeout's default: 600 s)
 SUITE = os.path.join(learning_runs.BENCHMARKS, "results", "agent_suite.json")
 TIMEOUT = 1800  # seconds: the runs share two cores with the rest of the suite
 

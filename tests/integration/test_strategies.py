@@ -1,6 +1,6 @@
 """End to end over the real transport: ``seed-rl train --strategy=mirrored --virtual_cpu_devices=2`` learns
-CartPole with V-trace as the single-device run does (tests/integration/test_train_cartpole.py, same flags and
-threshold), and its run directory resumes under the default strategy (slow). A batch that does not split and a
+CartPole with V-trace as the single-device run does (tests/integration/test_agents_learn.py, same flags,
+threshold and budget), and its run directory resumes under the default strategy (slow). A batch that does not split and a
 TPU that is not there are refused (default suite)."""
 
 import re
@@ -9,8 +9,13 @@ import sys
 
 import pytest
 
+from tests.integration import learning_runs
 from tests.integration.helpers import TrainProcess, best_rolling_mean, episodes, first_frames_reaching
-from tests.integration.test_train_cartpole import COMMON, LEARN_BUDGET, THRESHOLD
+
+_VTRACE = learning_runs.CASES["vtrace"]  # the default suite's V-trace learning test (test_agents_learn.py)
+COMMON = (*_VTRACE["flags"], "--summary_period_secs=5", "--seed=1")
+LEARN_BUDGET = _VTRACE["test_budget"]
+THRESHOLD = _VTRACE["test_level"]
 
 MIRRORED = ("--strategy=mirrored", "--virtual_cpu_devices=2")
 

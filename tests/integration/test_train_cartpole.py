@@ -18,6 +18,7 @@ THRESHOLD = learning_runs.CASES["vtrace"]["test_level"]
 
 
 @pytest.mark.learning_run("vtrace_learn")
+@pytest.mark.timeout(2400)  # it may wait for its background run
 def test_a_finished_run_leaves_what_the_readme_promises():
     """V-trace's learning run of the default suite (test_agents_learn.py judges its learning) leaves a run
     directory, checkpoints, a closing greedy evaluation and scalars as the README and docs say."""

@@ -22,6 +22,7 @@ THRESHOLD = 0.8
 
 
 @pytest.mark.learning_run("catch_defaults")
+@pytest.mark.timeout(2400)  # it may wait for its background run
 def test_the_default_network_of_a_small_image_env_learns_catch():
     flags = learning_runs.OTHER_RUNS["catch_defaults"][0]
     assert f"--total_environment_frames={BUDGET}" in flags and f"--target_return={THRESHOLD}" in flags

@@ -17,6 +17,7 @@ COMMON = (*learning_runs.CASES["r2d2"]["flags"], "--summary_period_secs=5", "--s
 
 
 @pytest.mark.learning_run("r2d2_learn")
+@pytest.mark.timeout(2400)  # it may wait for its background run
 def test_r2d2_plays_its_evaluation_envs_and_fills_a_replay_buffer():
     logdir, proc = learning_runs.current().wait("r2d2_learn", 1800)
     assert proc.proc.returncode == 0, proc.output()
