@@ -400,6 +400,8 @@ def results_summary() -> str:
         "each benchmark script's own report of its latest run.\n\n"
         "### Every agent on its small task\n\n"
         f"{agents_table()}\n\n"
+        "Curves (each agent's 5 seeds as their mean and min-max band, and its control): "
+        "`benchmarks/results/agent_suite.png`.\n\n"
         "### Learning curves\n\n"
         f"{curves_table()}\n\n"
         "### Speed and resources\n\n"
