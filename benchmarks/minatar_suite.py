@@ -157,19 +157,18 @@ def main() -> None:
              if (g, args.recommended, int(s)) not in jobs]
     load_before = _common.loadavg()
     started = time.time()
-    runs = []
-    for game, agent, seed in jobs:
-        if not args.report_only:
-            train(game, agent, seed, args.frames, args.workdir)
-        logdir = run_dir(args.workdir, game, agent, seed)
-        if os.path.exists(os.path.join(logdir, "episodes.csv")):
-            runs.append({"game": game, "agent": agent, "seed": seed, **summarize(logdir)})
-    data = {"frames": args.frames, "last_episodes": LAST, "paper": PAPER, "runs": runs,
-            "aggregates": aggregates(runs), "commands": {"train": f"seed-rl train --env=classic --env_name="
-                                                                   f"{env_name('GAME')} --agent=AGENT --seed=SEED"}}
-    _common.write_result("minatar_suite", data, load_before=load_before)
-    plot(runs)
-    print(f"{len(runs)} runs summarized in {time.time() - started:.0f} s; wrote {RESULT} and {PLOT}")
+    todo = [] if args.report_only else jobs
+    for done in range(len(todo) + 1):  # the results after every run, so that a stopped suite has its file
+        if done:
+            train(*todo[done - 1][:3], args.frames, args.workdir)
+        runs = [{"game": g, "agent": a, "seed": s, **summarize(run_dir(args.workdir, g, a, s))} for g, a, s in jobs
+                if os.path.exists(os.path.join(run_dir(args.workdir, g, a, s), "episodes.csv"))]
+        data = {"frames": args.frames, "last_episodes": LAST, "paper": PAPER, "runs": runs,
+                "aggregates": aggregates(runs), "commands": {
+                    "train": f"seed-rl train --env=classic --env_name={env_name('GAME')} --agent=AGENT --seed=SEED"}}
+        written = _common.write_result("minatar_suite", data, load_before=load_before)
+        plot(runs)
+    print(f"{len(runs)} runs summarized in {time.time() - started:.0f} s; wrote {written} and {PLOT}")
 
 
 if __name__ == "__main__":

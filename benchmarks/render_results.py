@@ -348,6 +348,40 @@ def measured_table() -> str:
     return text.strip()
 
 
+# ------------------------------------------------------------------------------------------------ MinAtar
+
+def minatar_table() -> str:
+    entry = _load_json("minatar_suite.json")
+    if entry is None:
+        return ("Not run yet: `python benchmarks/minatar_suite.py` (5 games x V-trace and PPO x 5M frames, and 3 "
+                "seeds of PPO; resumable).")
+    d = entry["data"]
+    agents = sorted({r["agent"] for r in d["runs"]})
+    rows = []
+    for game, paper in d["paper"].items():
+        cells = []
+        for agent in agents:
+            runs = [r for r in d["runs"] if r["game"] == game and r["agent"] == agent and r["score"] is not None]
+            done = [r for r in runs if r["finished"]]
+            if done:
+                cells.append(f"{_median_range([r['score'] for r in done], lambda x: _fmt(x, 1))} ({len(done)} "
+                             f"seed{'s' * (len(done) > 1)})")
+            elif runs:
+                cells.append(f"running: {_fmt(max(r['score'] for r in runs), 1)} at "
+                             f"{_frames(max(r['env_frames'] for r in runs))}")
+            else:
+                cells.append("-")
+        rows.append([game, _fmt(paper, 1), *cells])
+    table = _table(["game", "paper at 5M (better of DQN, AC(λ))", *agents], rows, "lr" + "r" * len(agents))
+    aggs = "; ".join(f"{agent}: at or above the paper on {len(a['at_or_above_paper'])} of {len(a['games'])} "
+                     f"finished games, IQM of score / paper {a['normalized_iqm']:.2f} [{a['ci95'][0]:.2f}, "
+                     f"{a['ci95'][1]:.2f}]" for agent, a in d["aggregates"].items())
+    return (f"{table}\n\nMean return of the last {d['last_episodes']} training episodes at {_frames(d['frames'])} "
+            f"frames, median [min, max] over seeds (`benchmarks/results/minatar_suite.json`, commit "
+            f"{entry['commit']}, {entry['date']}; curves: `benchmarks/results/minatar_suite.png`). "
+            + (aggs + " (rliable's IQM and 95% interval)." if aggs else ""))
+
+
 # ------------------------------------------------------------------------------------------------ the blocks
 
 def agents_table_short(suite: Optional[dict] = None) -> str:
@@ -408,6 +442,10 @@ def results_summary() -> str:
         "Each a ratio of two rates measured in the same run of its script, on a shared 2-core CPU machine unless "
         "the file says otherwise.\n\n"
         f"{measured_table()}\n\n"
+        "### MinAtar against its paper\n\n"
+        "The five MinAtar games (Young & Tian 2019) through `--env=classic --env_name=minatar.gym:MinAtar/GAME-v1`, "
+        "with the defaults the CLI picks for any env with such observations (no per-game settings):\n\n"
+        f"{minatar_table()}\n\n"
         "### Does the main job's policy play what the run reports?\n\n"
         "`./run_local.sh`'s preset on CartPole-v1 (`python benchmarks/cartpole_final_eval.py`): the best and the "
         "last training windows of 20 episodes beside the closing greedy evaluation (10 episodes) of the best and "
