@@ -403,8 +403,10 @@ class Learner:
                     last_summary = time.monotonic()
                     self._write_summaries(frame_rate, step_rate)
                 self._done.wait(BEST_CHECK_PERIOD_S)
-            else:  # the training thread ended: the budget is spent, or it failed
-                finished = self._train_error is None and self._inference_error is None
+            else:  # the training thread ended: the budget is spent, or it failed, or stop() ended it
+                # stop() (Ctrl-C, SIGTERM) also ends the training thread, which may wake this loop before it sees
+                # the stop: only a spent budget finishes the run (a stopped one resumes).
+                finished = self._train_error is None and self._inference_error is None and self._budget_spent()
         finally:
             self.finished = finished
             self._shutdown(finished=finished)

@@ -60,6 +60,8 @@ def test_ctrl_c_stops_every_process_and_saves_a_checkpoint(tmp_path):
         time.sleep(0.2)
     assert not any(pid_alive(p) for p in pids), "actor processes survived Ctrl-C"
     assert os.path.isdir(os.path.join(logdir, "checkpoints"))
+    # A stopped run is not a finished one: the same command resumes it (a Ctrl-C once recorded "finished").
+    assert not os.path.exists(os.path.join(logdir, "finished.json"))
 
 
 def test_actors_stop_when_the_launcher_is_killed(tmp_path):
