@@ -50,31 +50,34 @@ CASES: Dict[str, dict] = {
     # agent: the task's flags, the suite's budget (env frames), the level its learning runs stop at, the levels
     # reported, the control's flag, and whether the windows read evaluation episodes; then the default suite's
     # learning test (tests/integration/test_agents_learn.py): its threshold (test_level), its budget (at least
-    # 1.5x the frames the slowest of 5 seeds needed to reach it), the control's budget (at least those frames) and
-    # the best window the control must stay under.
+    # 1.5x the frames the slowest of 5 seeds needed to reach it here; about 2x or more, because the suite's runs
+    # share the CI machine with the unit tests: in one CI run V-trace was at 298.6 after 80K frames and R2D2 at 253
+    # after 178K, where 1.5x the slowest seed had set their budgets; a learning run stops at its threshold, so a
+    # larger budget costs time only when it is slow), the control's budget (at least the slowest seed's frames)
+    # and the best window the control must stay under.
     "vtrace": {"flags": ["--env=classic", "--env_name=CartPole-v1", "--agent=vtrace", "--num_actors=2",
                          "--env_batch_size=16"],
                "budget": 600_000, "stop_at": 475.0, "levels": CARTPOLE_LEVELS,
                "control": "--flip_policy_gradient", "eval_episodes": False,
                # 400 is not the test's threshold: one seed of five stayed at 392 for 550K frames.
-               "test_level": 300.0, "test_budget": 80_000, "control_budget": 60_000, "control_below": 100.0},
+               "test_level": 300.0, "test_budget": 200_000, "control_budget": 60_000, "control_below": 100.0},
     "r2d2": {"flags": ["--env=classic", "--env_name=CartPole-v1", "--agent=r2d2", "--num_actors=2",
                        "--env_batch_size=8", "--num_eval_envs=2"],
              "budget": 400_000, "stop_at": 400.0, "levels": CARTPOLE_LEVELS,
              "control": "--flip_reward_sign", "eval_episodes": True,
-             "test_level": 300.0, "test_budget": 180_000, "control_budget": 120_000, "control_below": 100.0},
+             "test_level": 300.0, "test_budget": 400_000, "control_budget": 120_000, "control_below": 100.0},
     "ppo": {"flags": ["--env=classic", "--env_name=CartPole-v1", "--agent=ppo"],
             "budget": 400_000, "stop_at": 475.0, "levels": CARTPOLE_LEVELS,
             "control": "--flip_policy_gradient", "eval_episodes": False,
-            "test_level": 400.0, "test_budget": 380_000, "control_budget": 250_000, "control_below": 100.0},
+            "test_level": 400.0, "test_budget": 500_000, "control_budget": 250_000, "control_below": 100.0},
     "awr": {"flags": ["--env=classic", "--env_name=CartPole-v1", "--agent=awr"],
             "budget": 300_000, "stop_at": 475.0, "levels": CARTPOLE_LEVELS,
             "control": "--flip_policy_gradient", "eval_episodes": False,
-            "test_level": 400.0, "test_budget": 270_000, "control_budget": 180_000, "control_below": 100.0},
+            "test_level": 400.0, "test_budget": 350_000, "control_budget": 180_000, "control_below": 100.0},
     "vmpo": {"flags": ["--env=classic", "--env_name=CartPole-v1", "--agent=vmpo"],
              "budget": 300_000, "stop_at": 475.0, "levels": CARTPOLE_LEVELS,
              "control": "--flip_policy_gradient", "eval_episodes": False,
-             "test_level": 400.0, "test_budget": 250_000, "control_budget": 170_000, "control_below": 100.0},
+             "test_level": 400.0, "test_budget": 330_000, "control_budget": 170_000, "control_below": 100.0},
     "sac": {"flags": ["--env=classic", "--env_name=Pendulum-v1", "--agent=sac"],
             "budget": 30_000, "stop_at": -200.0, "levels": PENDULUM_LEVELS,
             "control": "--flip_reward_sign", "eval_episodes": False,
