@@ -135,6 +135,12 @@ class RunConfig:
         0.0, "Stop early once the mean return of the last 20 training episodes, checked as they arrive, reaches "
         "this; 0 disables."
     )
+    target_eval_episodes: int = field(
+        0, "When the training window reaches --target_return, pause training and play this many greedy episodes "
+        "with the weights of that moment; the run stops only when their mean reaches the target too (else it "
+        "trains on and checks again after a new window of episodes), so its final and best checkpoints are weights "
+        "that played the target. 0: the training window alone stops the run."
+    )
     final_eval_episodes: int = field(
         10, "When `seed-rl train` finishes (budget spent or target reached), play this many greedy episodes with "
         "the best and with the latest checkpoint and print them beside the training windows (also written to "
@@ -281,6 +287,8 @@ class RunConfig:
                              "and tls_key_file too")
         if self.num_actors < 1 or self.env_batch_size < 1:
             raise ValueError("num_actors and env_batch_size must be >= 1")
+        if self.target_eval_episodes < 0:
+            raise ValueError(f"target_eval_episodes must be >= 0 (0: none), got {self.target_eval_episodes}")
         if self.final_eval_episodes < 0:
             raise ValueError(f"final_eval_episodes must be >= 0 (0: none), got {self.final_eval_episodes}")
         if self.keep_checkpoints < 1:
@@ -332,7 +340,7 @@ class RunConfig:
 RUN_SECTIONS: dict[str, tuple[str, ...]] = {
     "run": ("num_actors", "env_batch_size", "actor_env_groups", "num_envs", "num_eval_envs", "inference_batch_size",
             "max_batch_wait_ms", "wait_for_full_batch", "unroll_length", "batch_size", "unroll_queue_size",
-            "total_environment_frames", "target_return", "final_eval_episodes", "seed"),
+            "total_environment_frames", "target_return", "target_eval_episodes", "final_eval_episodes", "seed"),
     "transport": ("server_address", "auth_token", "tls_cert_file", "tls_key_file", "tls_ca_file", "tls_server_name",
                   "local_stream", "stream_idle_timeout_s", "max_abs_reward", "max_abs_observation",
                   "max_refused_in_a_row", "grpc_server"),

@@ -19,16 +19,8 @@ from seed_rl import agents as agents_lib
 from seed_rl.config import Config
 from seed_rl.envs import create_environment, env_specs
 from seed_rl.learner.checkpoints import BEST_DIR, CHECKPOINT_DIR
+from seed_rl.learner.play import Episode, play_episodes, policy_step
 from seed_rl.types import Agent, EnvOutput
-
-
-@dataclasses.dataclass(frozen=True)
-class Episode:
-    """One evaluated episode."""
-
-    index: int
-    episode_return: float
-    steps: int
 
 
 def available_checkpoints(logdir: str) -> List[int]:
@@ -87,18 +79,6 @@ def load_agent(logdir: str, checkpoint: Union[str, int] = "latest") -> tuple[Con
     return config, agent
 
 
-def policy_step(agent: Agent, greedy: bool) -> Callable:
-    """The agent's acting step, compiled: ``(prev_action [1], env_output [1], state) -> (action [1], state)``;
-    ``greedy`` takes the protocol's ``greedy_action`` of the outputs instead of the sampled action."""
-
-    def step(prev_action, env_output, state):
-        output, state = agent.act(prev_action, env_output, state)
-        action = agent.greedy_action(output) if greedy else output.action
-        return action, state
-
-    return tf.function(step, reduce_retracing=True)
-
-
 def video_prefix(logdir: str, checkpoint: Union[str, int] = "latest") -> str:
     """The file-name prefix of an evaluation's videos: which checkpoint played (its kind and number) and when, so
     that evaluating another checkpoint, or the same one again, never overwrites earlier videos:
@@ -155,39 +135,10 @@ def evaluate(logdir: str, num_episodes: int = 10, greedy: bool = False, env_id: 
     env = create_environment(env_config, env_id)
     if video_dir is not None:
         env = record_video(env, video_dir, config.env.num_action_repeats, video_prefix(logdir, checkpoint))
-    returns: List[float] = []
     try:
-        state = agent.initial_state(1)
-        action_spec = agent.agent_output_spec(1).action
-        prev_action = tf.zeros(action_spec.shape, action_spec.dtype)
-        obs, _ = env.reset()
-        reward, done, total, steps = 0.0, False, 0.0, 0
-        deadline = None if max_seconds is None else time.monotonic() + max_seconds
-        while len(returns) < num_episodes and (deadline is None or steps % 100 or time.monotonic() < deadline):
-            env_output = EnvOutput(
-                reward=tf.constant([reward], tf.float32), done=tf.constant([done]),
-                observation=tf.nest.map_structure(lambda x: tf.convert_to_tensor(np.asarray(x)[None]), obs),
-                abandoned=tf.constant([False]), episode_step=tf.constant([steps], tf.int32))
-            action, state = step(prev_action, env_output, state)
-            prev_action = action
-            value = action.numpy()[0]
-            # A discrete action is a Python int (what Discrete spaces take); others stay arrays (Box, MultiDiscrete).
-            env_action = int(value) if value.ndim == 0 and np.issubdtype(value.dtype, np.integer) else value
-            obs, step_reward, terminated, truncated, _ = env.step(env_action)
-            reward = float(step_reward)
-            total += reward
-            steps += 1
-            done = bool(terminated or truncated)
-            if done:
-                returns.append(total)
-                if on_episode is not None:
-                    on_episode(Episode(len(returns) - 1, total, steps))
-                total, steps = 0.0, 0
-                if len(returns) < num_episodes:  # no reset after the last one (a video would start)
-                    obs, _ = env.reset()
+        return play_episodes(agent, step, env, num_episodes, on_episode, max_seconds)
     finally:
         env.close()
-    return returns
 
 
 class Policy:

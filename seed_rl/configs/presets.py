@@ -31,8 +31,8 @@ def classic_vtrace() -> Config:
         env=EnvConfig(family="classic", name="CartPole-v1", num_action_repeats=1),
         run=RunConfig(
             num_actors=2, env_batch_size=16, unroll_length=20, batch_size=16,
-            total_environment_frames=1_000_000, target_return=450.0, save_checkpoint_secs=120.0,
-            summary_period_secs=5.0, tf_intra_op_threads=1),
+            total_environment_frames=1_000_000, target_return=450.0, target_eval_episodes=10,
+            save_checkpoint_secs=120.0, summary_period_secs=5.0, tf_intra_op_threads=1),
         agent_name="vtrace",
         agent=VTraceConfig(
             network="mlp", mlp_sizes=(64, 64), lstm_size=0, use_reward_and_action=False,

@@ -101,15 +101,28 @@ class BestCheckpoint:
         (the learner saves right after the window's episodes arrive: a few frames later at most)."""
         if not math.isfinite(mean_return) or mean_return <= self.value:
             return None
+        return self.save(mean_return, checkpoint_number, env_frames, episodes, eval_episodes, saved_at_frames)
+
+    def save(self, mean_return: float, checkpoint_number: int, env_frames: int, episodes: int,
+             eval_episodes: bool, saved_at_frames: Optional[int] = None,
+             greedy: Optional[tuple[float, int]] = None) -> Optional[str]:
+        """Saves the best checkpoint whatever the record (``maybe_save``'s arguments); ``greedy``: (mean return,
+        episodes) of the greedy evaluation that confirmed these weights reach the target, recorded as what
+        made them the best. Returns the path, or None when a variable is not finite (nothing written)."""
         if self.items is not None and not check_finite(self.items, "best checkpoint"):
             return None
         path = self.manager.save(checkpoint_number=checkpoint_number)
+        statistic = f"mean return of the last {int(episodes)} episodes when they arrived"
+        if greedy is not None:
+            statistic = (f"greedy evaluation of these weights at the target ({greedy[0]:.1f} over {greedy[1]} "
+                         f"episodes), the training window then: {mean_return:.1f}")
         self.record = {"checkpoint": int(checkpoint_number), "policy_version": int(checkpoint_number),
                        "path": os.path.basename(path), "mean_return": float(mean_return), "episodes": int(episodes),
-                       "statistic": f"mean return of the last {int(episodes)} episodes when they arrived",
-                       "env_frames": int(env_frames),
+                       "statistic": statistic, "env_frames": int(env_frames),
                        "saved_at_frames": int(env_frames if saved_at_frames is None else saved_at_frames),
                        "eval_episodes": bool(eval_episodes), "saved_at": time.time()}
+        if greedy is not None:
+            self.record.update(greedy_mean_return=float(greedy[0]), greedy_episodes=int(greedy[1]))
         tmp = os.path.join(self.directory, BEST_RECORD + ".tmp")
         with open(tmp, "w") as f:
             json.dump(self.record, f, indent=1)

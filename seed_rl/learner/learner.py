@@ -31,6 +31,7 @@ from seed_rl import agents as agents_lib
 from seed_rl.config import ActorConfig, Config, replace
 from seed_rl.learner import data as data_lib
 from seed_rl.learner import devices as devices_lib
+from seed_rl.learner import play as play_lib
 from seed_rl.learner import resume as resume_lib
 from seed_rl.learner import summaries as summaries_lib
 from seed_rl.learner.checkpoints import BestCheckpoint, RunCheckpoint
@@ -54,6 +55,11 @@ MAX_CONSECUTIVE_INFERENCE_FAILURES = 50
 """The learner stops (run() raises) after this many inference batches in a row failed."""
 BEST_CHECK_PERIOD_S = 0.2
 """The run loop checks the target and the best checkpoint as episodes arrive, at most this often."""
+GREEDY_CHECK_SECONDS = 120.0
+"""A greedy check of a target candidate (``--target_eval_episodes``) plays for at most this long."""
+GREEDY_CHECK_ENV_ID = 20_000
+"""The env id (and so the seed offset) of the learner's greedy-check env: none of the actors' ids, nor the
+closing evaluation's."""
 
 
 def total_train_steps(config: Config, agent: Agent) -> int:
@@ -208,6 +214,18 @@ class Learner:
         self._done = threading.Event()
         self._episodes_arrived = threading.Event()
         """Set by the inference thread when episodes end: the run loop checks the target and the best at once."""
+        self._train_gate = threading.Event()
+        """Cleared by the run loop to pause training (a greedy check of a target candidate); set: train."""
+        self._train_gate.set()
+        self._train_paused = threading.Event()
+        """Set by the training thread while it waits at the gate (the weights do not change)."""
+        self._next_target_check = 0
+        """The episode count before which a failed greedy check of the target is not tried again."""
+        self._best_confirmed = False
+        """The best checkpoint holds weights a greedy check confirmed at the target: no window replaces them."""
+        self._greedy_check_failed = False
+        self._greedy_play: Optional[tuple] = None
+        """The greedy check's compiled policy step and env, made at the first check."""
         self.finished = False
         """Set when run() returns because training is finished (budget spent or target reached), not stopped."""
         self._lock = threading.Lock()
@@ -289,6 +307,9 @@ class Learner:
         run = self.config.run
         try:
             while not self._stop.is_set() and not self._budget_spent():
+                if not self._train_gate.is_set():
+                    self._wait_at_gate()
+                    continue
                 batch, weights, indices, env_ids = self.source.next_batch()
                 result = self.trainer.step(batch, weights)
                 self.source.after_step(indices, result.priorities)
@@ -316,6 +337,15 @@ class Learner:
             self._done.set()
             self._episodes_arrived.set()
 
+    def _wait_at_gate(self) -> None:
+        """Training thread: waits (without training) while the run loop holds the gate, or until stopped."""
+        self._train_paused.set()
+        try:
+            while not self._train_gate.wait(0.05) and not self._stop.is_set():
+                pass
+        finally:
+            self._train_paused.clear()
+
     def _budget_spent(self) -> bool:
         """The run's train steps are done (the original's rule: the frame budget over the frames a step accounts
         for); with a replay feed, also when its env frames are. A replay's warm-up frames (those before it holds
@@ -338,7 +368,7 @@ class Learner:
         mean of the last 20 episodes as they arrive, saved with the weights of that moment."""
         log_ = self.episode_log
         mean = log_.window_return(self._report_eval)
-        if mean <= self.best.value:
+        if mean <= self.best.value or self._best_confirmed:
             return
         with self._lock:
             self.env_frames_var.assign(self.env_frames)
@@ -393,10 +423,7 @@ class Learner:
                     break
                 if self._drain_episodes():
                     self._maybe_save_best()
-                    if self._target_reached():
-                        kind = "evaluation episodes" if self._report_eval else "episodes"
-                        print(f"seed_rl learner: target return {run.target_return} reached (mean of the last 20 "
-                              f"{kind}: {self.episode_log.window_return(self._report_eval):.1f})", flush=True)
+                    if self._target_reached() and self._target_confirmed():
                         finished, reason = True, "target"
                         break
                 if time.monotonic() - last_summary >= run.summary_period_secs:
@@ -431,6 +458,81 @@ class Learner:
         target = self.config.run.target_return
         log_ = self.episode_log
         return bool(target) and log_.window_return(self._report_eval) >= target
+
+    def _target_confirmed(self) -> bool:
+        """Whether a training window at the target stops the run: at once without ``--target_eval_episodes``;
+        with it, when a greedy evaluation of the weights of this moment (training paused meanwhile) reaches the
+        target too. Then training stays paused, so the final and the best checkpoints hold those weights. A check
+        that fails lets training go on, and the next one waits for a new window of episodes."""
+        run = self.config.run
+        log_ = self.episode_log
+        kind = "evaluation episodes" if self._report_eval else "episodes"
+        window = (f"mean of the last {log_.recent_count(self._report_eval)} {kind}: "
+                  f"{log_.window_return(self._report_eval):.1f}")
+        if run.target_eval_episodes <= 0 or self._greedy_check_failed:
+            print(f"seed_rl learner: target return {run.target_return} reached ({window})", flush=True)
+            return True
+        if log_.total < self._next_target_check:
+            return False
+        self._next_target_check = log_.total + log_.window
+        try:
+            greedy = self._greedy_check(run.target_eval_episodes)
+        except Exception as e:  # an env the learner cannot make, say: the window alone judges, as without the flag
+            self._train_gate.set()
+            print(f"seed_rl learner: the greedy check of the target failed ({type(e).__name__}: {e}); the training "
+                  f"window alone stops the run", flush=True)
+            self._greedy_check_failed = True
+            return self._target_confirmed()
+        if greedy is None:
+            return False
+        mean, count, version, frames = greedy
+        if mean >= run.target_return:
+            print(f"seed_rl learner: target return {run.target_return} reached ({window}; greedy evaluation of "
+                  f"policy version {version}: {mean:.1f} over {count} episodes)", flush=True)
+            self._save_confirmed_best(mean, count, version, frames)
+            return True
+        print(f"seed_rl learner: target candidate at {frames:,d} frames ({window}) played {mean:.1f} "
+              f"greedily over {count} episodes, under the target; training on", flush=True)
+        self._train_gate.set()
+        return False
+
+    def _greedy_check(self, num_episodes: int) -> Optional[tuple[float, int, int, int]]:
+        """Pauses training and plays ``num_episodes`` greedy episodes with the live weights; returns (mean return,
+        episodes played, policy version, env frames when training paused), training still paused, or None
+        (training resumed) when training did not pause in time or no episode ended within
+        ``GREEDY_CHECK_SECONDS``."""
+        self._train_gate.clear()
+        if not self._train_paused.wait(GREEDY_CHECK_SECONDS) and not self._done.is_set():
+            self._train_gate.set()
+            log.warning("the greedy check of the target was skipped: training did not pause within %.0f s",
+                        GREEDY_CHECK_SECONDS)
+            return None
+        version = int(self.policy_version.numpy())
+        with self._lock:
+            frames = self.env_frames
+        if self._greedy_play is None:
+            from seed_rl.envs import create_environment
+
+            self._greedy_play = (play_lib.policy_step(self.agent, greedy=True),
+                                 create_environment(self.config.env, GREEDY_CHECK_ENV_ID))
+        step, env = self._greedy_play
+        returns = play_lib.play_episodes(self.agent, step, env, num_episodes, max_seconds=GREEDY_CHECK_SECONDS)
+        if not returns:
+            self._train_gate.set()
+            log.warning("the greedy check of the target ended no episode within %.0f s", GREEDY_CHECK_SECONDS)
+            return None
+        return float(np.mean(returns)), len(returns), version, frames
+
+    def _save_confirmed_best(self, greedy_mean: float, episodes: int, version: int, frames: int) -> None:
+        """The weights that passed the greedy check (at ``frames``) become the best checkpoint, whatever window
+        came before."""
+        log_ = self.episode_log
+        with self._lock:
+            self.env_frames_var.assign(self.env_frames)
+        self.best.save(log_.window_return(self._report_eval), version, log_.window_end_frames(self._report_eval),
+                       log_.window, self._report_eval, saved_at_frames=frames,
+                       greedy=(greedy_mean, episodes))
+        self._best_confirmed = True
 
     def _drain_episodes(self) -> bool:
         """Writes the episodes that ended since the last call; returns whether there were any."""
@@ -498,14 +600,18 @@ class Learner:
         best = self.best.record
         if best:
             kind = "evaluation episodes" if best["eval_episodes"] else "episodes"
+            greedy = (f"; greedy evaluation at the target: {best['greedy_mean_return']:.1f} over "
+                      f"{best['greedy_episodes']} episodes" if "greedy_mean_return" in best else "")
             print(f"seed_rl learner: best checkpoint {os.path.join(self.best.directory, best['path'])}: mean return "
                   f"{best['mean_return']:.2f} over {best['episodes']} consecutive {kind} at "
-                  f"{best['env_frames']:,d} frames (seed-rl eval --checkpoint=best)", flush=True)
+                  f"{best['env_frames']:,d} frames{greedy} (seed-rl eval --checkpoint=best)", flush=True)
         try:
             export_saved_model(self.agent, os.path.join(self.config.run.logdir, "saved_model"),
                                self.observation_spec)
         except Exception as e:  # never lose the checkpoint because the export failed
             log.warning("SavedModel export failed: %s", e)
+        if self._greedy_play is not None:
+            self._greedy_play[1].close()
         self.episode_log.close()
         self.writer.close()
         png = summaries_lib.plot_learning_curve(self.config.run.logdir)

@@ -50,7 +50,12 @@ def test_a_finished_run_leaves_what_the_readme_promises():
     with open(os.path.join(logdir, "checkpoints", "best", "best.json")) as f:
         best = json.load(f)
     assert 0 <= best["saved_at_frames"] - best["env_frames"] < 3_000, best
-    assert best["policy_version"] == best["checkpoint"] and "last 20 episodes" in best["statistic"]
+    assert best["policy_version"] == best["checkpoint"]
+    # The preset stops only when a greedy evaluation of the weights confirms the window (--target_eval_episodes):
+    # the best checkpoint is those weights, and the latest (training paused from the check on) too.
+    assert best["greedy_episodes"] == 10 and best["greedy_mean_return"] >= THRESHOLD, best
+    assert "greedy evaluation" in best["statistic"] and f"ckpt-{best['checkpoint']}" in proc.output(), best
+    assert re.search(rf"saved checkpoint \S+ckpt-{best['checkpoint']} at", proc.output()), proc.output()
     # The run ends with a greedy evaluation of the best and the latest checkpoints, beside their training windows.
     for name in ("best", "latest"):
         assert re.search(rf"greedy evaluation, {name} checkpoint: mean return [\d.]+ over 3 episodes \(training "
