@@ -152,6 +152,11 @@ class RunConfig:
         2, "Latest checkpoints kept in <logdir>/checkpoints; the best one (by the mean return of 20 consecutive "
         "episodes, evaluation episodes when there are eval envs) is kept besides in checkpoints/best.")
     summary_period_secs: float = field(10.0, "Period of scalar summaries in seconds.")
+    video_period_secs: float = field(
+        0.0, "While training, every this many seconds record one greedy episode of the live weights to "
+        "<logdir>/videos/train-<frames>frames-episode-0.mp4 (the learner's own env, in a background thread: training "
+        "goes on). Needs the video extra: pip install -e '.[video]'. 0: none."
+    )
     tf_intra_op_threads: int = field(
         0, "Threads TensorFlow may use inside one op on the learner; 0 is TensorFlow's default (all cores). 1 is "
         "faster for tiny networks, where the inference step's many small ops pay for the hand-offs."
@@ -287,6 +292,8 @@ class RunConfig:
                              "and tls_key_file too")
         if self.num_actors < 1 or self.env_batch_size < 1:
             raise ValueError("num_actors and env_batch_size must be >= 1")
+        if self.video_period_secs < 0:
+            raise ValueError(f"video_period_secs must be >= 0 (0: none), got {self.video_period_secs}")
         if self.target_eval_episodes < 0:
             raise ValueError(f"target_eval_episodes must be >= 0 (0: none), got {self.target_eval_episodes}")
         if self.final_eval_episodes < 0:
@@ -346,8 +353,8 @@ RUN_SECTIONS: dict[str, tuple[str, ...]] = {
                   "max_refused_in_a_row", "grpc_server"),
     "devices": ("strategy", "tpu", "virtual_cpu_devices", "inference_device", "jit_compile", "precision",
                 "tf_intra_op_threads", "fast_inference_call", "gc_threshold", "max_skipped_updates"),
-    "tracking": ("logdir", "save_checkpoint_secs", "keep_checkpoints", "summary_period_secs", "wandb_project",
-                 "wandb_entity", "wandb_mode"),
+    "tracking": ("logdir", "save_checkpoint_secs", "keep_checkpoints", "summary_period_secs", "video_period_secs",
+                 "wandb_project", "wandb_entity", "wandb_mode"),
 }
 """``RunConfig``'s fields by concern: the loop and budget, the transport and its security, the learner's devices
 and process, and what the run records. ``seed-rl train --help`` lists the flags in these sections."""

@@ -19,7 +19,7 @@ from seed_rl import agents as agents_lib
 from seed_rl.config import Config
 from seed_rl.envs import create_environment, env_specs
 from seed_rl.learner.checkpoints import BEST_DIR, CHECKPOINT_DIR
-from seed_rl.learner.play import Episode, play_episodes, policy_step
+from seed_rl.learner.play import Episode, play_episodes, policy_step, record_video
 from seed_rl.types import Agent, EnvOutput
 
 
@@ -87,29 +87,6 @@ def video_prefix(logdir: str, checkpoint: Union[str, int] = "latest") -> str:
     kind = checkpoint if checkpoint in ("latest", "best") else "ckpt"
     label = number if kind == "ckpt" else f"{kind}-{number}"
     return f"eval-{label}-{time.strftime('%Y%m%d-%H%M%S')}"
-
-
-def record_video(env, video_dir: str, num_action_repeats: int = 1, name_prefix: str = "eval"):
-    """``env`` wrapped in gymnasium's ``RecordVideo``: every episode becomes ``<video_dir>/<prefix>-episode-K.mp4``
-    (one frame per env step, plus the reset frame), rendered by the raw env (``rgb_array``) under every wrapper.
-
-    Needs moviepy (and pygame for the classic-control envs): ``pip install 'seed_rl[video]'``.
-    """
-    try:
-        import moviepy  # noqa: F401 - RecordVideo writes with it
-    except ImportError:
-        raise ImportError("--video needs moviepy (and pygame for classic-control envs): "
-                          "pip install 'seed_rl[video]'") from None
-    from gymnasium.wrappers import RecordVideo
-
-    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame renders off-screen; no display needed
-    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
-    raw = env.unwrapped
-    if raw.render_mode is None:
-        raw.render_mode = "rgb_array"  # the envs are made without one; rendering reads the emulator / the state
-    fps = max(1, round(float(raw.metadata.get("render_fps", 30)) / max(1, num_action_repeats)))
-    return RecordVideo(env, video_dir, episode_trigger=lambda episode: True, name_prefix=name_prefix,
-                       disable_logger=True, fps=fps)
 
 
 def evaluate(logdir: str, num_episodes: int = 10, greedy: bool = False, env_id: int = 10_000,

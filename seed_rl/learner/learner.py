@@ -57,6 +57,8 @@ BEST_CHECK_PERIOD_S = 0.2
 """The run loop checks the target and the best checkpoint as episodes arrive, at most this often."""
 GREEDY_CHECK_SECONDS = 120.0
 """A greedy check of a target candidate (``--target_eval_episodes``) plays for at most this long."""
+VIDEO_ENV_ID = 30_000
+"""The env id of the learner's training-video env (``--video_period_secs``)."""
 GREEDY_CHECK_ENV_ID = 20_000
 """The env id (and so the seed offset) of the learner's greedy-check env: none of the actors' ids, nor the
 closing evaluation's."""
@@ -118,6 +120,11 @@ class Learner:
             refuse_busy_port(run.server_address)
         except OSError as e:
             raise ValueError(str(e)) from None
+        if run.video_period_secs > 0:
+            try:
+                play_lib.check_video_support()
+            except ImportError as e:
+                raise ValueError(f"--video_period_secs: {e}") from None
         os.makedirs(run.logdir, exist_ok=True)
         with open(os.path.join(run.logdir, resume_lib.CONFIG_FILE), "w") as f:
             f.write(public_json)
@@ -245,6 +252,7 @@ class Learner:
         self._last_source_stats = time.monotonic()
         self.status = summaries_lib.StatusLine(status_stream)
         self.tracker: Optional[WandbTracker] = None  # W&B, created in start() when run.wandb_project is set
+        self.videos: Optional[play_lib.PeriodicVideo] = None  # --video_period_secs, started in start()
 
     # -- inference (batcher thread) ------------------------------------------------------------------------
     def _handle(self, batch: StepBatch) -> np.ndarray | PartialAnswer:
@@ -392,6 +400,14 @@ class Learner:
                                         entity=run.wandb_entity, mode=run.wandb_mode)
         self._train_thread = threading.Thread(target=self._train_loop, name="training", daemon=True)
         self._train_thread.start()
+        if run.video_period_secs > 0:
+            from seed_rl.envs import create_environment
+
+            self.videos = play_lib.PeriodicVideo(
+                self.agent, lambda: create_environment(self.config.env, VIDEO_ENV_ID),
+                os.path.join(run.logdir, "videos"), run.video_period_secs, lambda: self.env_frames,
+                self.config.env.num_action_repeats)
+            self.videos.start()
         return self.port
 
     def stop(self) -> None:
@@ -585,6 +601,12 @@ class Learner:
         self.queue.close()
         self.server.stop(grace=1.0, finished=finished)  # finished: the actors are told to exit
         self._train_thread.join(timeout=60)
+        if self.videos is not None:
+            self.videos.stop()
+            if self.videos.written:
+                print(f"seed_rl learner: {len(self.videos.written)} training videos in "
+                      f"{os.path.dirname(self.videos.written[0])} (the last: "
+                      f"{os.path.basename(self.videos.written[-1])})", flush=True)
         self._drain_episodes()
         self.status.finish()
         path = self.save_checkpoint()

@@ -1,17 +1,24 @@
 """Playing whole episodes with an agent in-process, one env and one compiled policy step per env step: what
-``seed-rl eval`` does with a checkpoint, and what the learner does to check a candidate for the target
-(``--target_eval_episodes``) with its live weights."""
+``seed-rl eval`` does with a checkpoint, what the learner does to check a candidate for the target
+(``--target_eval_episodes``) with its live weights, and the videos it records while it trains
+(``--video_period_secs``)."""
 
 from __future__ import annotations
 
 import dataclasses
+import logging
+import os
+import threading
 import time
+import warnings
 from typing import Callable, List, Optional
 
 import numpy as np
 import tensorflow as tf
 
 from seed_rl.types import Agent, EnvOutput
+
+log = logging.getLogger("seed_rl.learner")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,3 +84,91 @@ def play_episodes(agent: Agent, step: Callable, env, num_episodes: int,
             if len(returns) < num_episodes:  # no reset after the last one (a video would start)
                 obs, _ = env.reset()
     return returns
+
+
+def record_video(env, video_dir: str, num_action_repeats: int = 1, name_prefix: str = "eval"):
+    """``env`` wrapped in gymnasium's ``RecordVideo``: every episode becomes ``<video_dir>/<prefix>-episode-K.mp4``
+    (one frame per env step, plus the reset frame), rendered by the raw env (``rgb_array``) under every wrapper.
+
+    Needs moviepy (and pygame for the classic-control envs): ``pip install 'seed_rl[video]'``.
+    """
+    check_video_support()
+    from gymnasium.wrappers import RecordVideo
+
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame renders off-screen; no display needed
+    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+    raw = env.unwrapped
+    if raw.render_mode is None:
+        raw.render_mode = "rgb_array"  # the envs are made without one; rendering reads the emulator / the state
+    fps = max(1, round(float(raw.metadata.get("render_fps", 30)) / max(1, num_action_repeats)))
+    return RecordVideo(env, video_dir, episode_trigger=lambda episode: True, name_prefix=name_prefix,
+                       disable_logger=True, fps=fps)
+
+
+def check_video_support() -> None:
+    """Raises ImportError, in words that say what to install, when videos cannot be written here."""
+    try:
+        import moviepy  # noqa: F401 - RecordVideo writes with it
+    except ImportError:
+        raise ImportError("videos need moviepy (and pygame for classic-control envs): "
+                          "pip install 'seed_rl[video]'") from None
+
+
+class PeriodicVideo:
+    """While the learner trains: every ``period_s`` seconds, one greedy episode of the live weights recorded to
+    ``<video_dir>/train-<frames>frames-episode-0.mp4`` (``frames``: the env frames when it started), in a daemon
+    thread with its own env, so training and inference go on meanwhile (the weights may change during the
+    episode). A recording that fails is logged once and the videos stop; the run goes on."""
+
+    def __init__(self, agent: Agent, make_env: Callable[[], object], video_dir: str, period_s: float,
+                 frames: Callable[[], int], num_action_repeats: int = 1, max_seconds: float = 60.0):
+        self.agent = agent
+        self.make_env = make_env
+        self.video_dir = video_dir
+        self.period_s = float(period_s)
+        self.frames = frames
+        self.num_action_repeats = num_action_repeats
+        self.max_seconds = max_seconds
+        self.written: List[str] = []
+        self._step: Optional[Callable] = None
+        self._last_frames = -1
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="training-videos", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: Optional[float] = None) -> None:
+        """Stops after the episode being recorded, if any (waits ``timeout`` seconds at most)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(self.max_seconds + 5 if timeout is None else timeout)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.period_s):
+            try:
+                self.record_one()
+            except Exception as e:  # never the run's end: one line, and no more videos
+                log.warning("training videos stopped: recording one failed (%s: %s)", type(e).__name__, e)
+                return
+
+    def record_one(self) -> Optional[str]:
+        """Records one greedy episode now; returns the video's path, or None when no env frame was played since
+        the last video (nothing new to show: the run is starting or waiting for its actors)."""
+        frames = int(self.frames())
+        if self.written and self._last_frames == frames:
+            return None
+        self._last_frames = frames
+        if self._step is None:
+            self._step = policy_step(self.agent, greedy=True)
+        prefix = f"train-{frames:012d}frames"
+        with warnings.catch_warnings():  # every video after the first goes to the folder the first made
+            warnings.filterwarnings("ignore", message=".*Overwriting existing videos")
+            env = record_video(self.make_env(), self.video_dir, self.num_action_repeats, prefix)
+        try:
+            play_episodes(self.agent, self._step, env, 1, max_seconds=self.max_seconds)
+        finally:
+            env.close()  # writes the file (also of an episode cut at max_seconds)
+        path = os.path.join(self.video_dir, f"{prefix}-episode-0.mp4")
+        self.written.append(path)
+        return path
