@@ -46,6 +46,24 @@ GREEDY_EPISODES = 10
 CARTPOLE_LEVELS = (100.0, 200.0, 300.0, 400.0, 475.0)
 PENDULUM_LEVELS = (-800.0, -500.0, -300.0, -200.0)
 
+def _case(env_name: str, agent: str, *flags: str, budget: int, stop_at: float, levels: tuple, control: str,
+          test_level: float, test_budget: int, control_budget: int, control_below: float,
+          eval_episodes: bool = False) -> dict:
+    """One entry of ``CASES``: ``seed-rl train --env=classic --env_name=<env_name> --agent=<agent> <flags>``."""
+    return {"flags": ["--env=classic", f"--env_name={env_name}", f"--agent={agent}", *flags],
+            "budget": budget, "stop_at": stop_at, "levels": levels, "control": control,
+            "eval_episodes": eval_episodes, "test_level": test_level, "test_budget": test_budget,
+            "control_budget": control_budget, "control_below": control_below}
+
+
+def _cartpole(agent: str, *flags: str, budget: int, test_budget: int, control_budget: int, stop_at: float = 475.0,
+              test_level: float = 400.0, control: str = "--flip_policy_gradient", eval_episodes: bool = False) -> dict:
+    """A CartPole-v1 case: its levels, and a control that must stay under a window of 100 (random play: ~22)."""
+    return _case("CartPole-v1", agent, *flags, budget=budget, stop_at=stop_at, levels=CARTPOLE_LEVELS,
+                 control=control, test_level=test_level, test_budget=test_budget, control_budget=control_budget,
+                 control_below=100.0, eval_episodes=eval_episodes)
+
+
 CASES: Dict[str, dict] = {
     # agent: the task's flags, the suite's budget (env frames), the level its learning runs stop at, the levels
     # reported, the control's flag, and whether the windows read evaluation episodes; then the default suite's
@@ -55,33 +73,18 @@ CASES: Dict[str, dict] = {
     # after 178K, where 1.5x the slowest seed had set their budgets; a learning run stops at its threshold, so a
     # larger budget costs time only when it is slow), the control's budget (at least the slowest seed's frames)
     # and the best window the control must stay under.
-    "vtrace": {"flags": ["--env=classic", "--env_name=CartPole-v1", "--agent=vtrace", "--num_actors=2",
-                         "--env_batch_size=16"],
-               "budget": 600_000, "stop_at": 475.0, "levels": CARTPOLE_LEVELS,
-               "control": "--flip_policy_gradient", "eval_episodes": False,
-               # 400 is not the test's threshold: one seed of five stayed at 392 for 550K frames.
-               "test_level": 300.0, "test_budget": 200_000, "control_budget": 60_000, "control_below": 100.0},
-    "r2d2": {"flags": ["--env=classic", "--env_name=CartPole-v1", "--agent=r2d2", "--num_actors=2",
-                       "--env_batch_size=8", "--num_eval_envs=2"],
-             "budget": 400_000, "stop_at": 400.0, "levels": CARTPOLE_LEVELS,
-             "control": "--flip_reward_sign", "eval_episodes": True,
-             "test_level": 300.0, "test_budget": 400_000, "control_budget": 120_000, "control_below": 100.0},
-    "ppo": {"flags": ["--env=classic", "--env_name=CartPole-v1", "--agent=ppo"],
-            "budget": 400_000, "stop_at": 475.0, "levels": CARTPOLE_LEVELS,
-            "control": "--flip_policy_gradient", "eval_episodes": False,
-            "test_level": 400.0, "test_budget": 500_000, "control_budget": 250_000, "control_below": 100.0},
-    "awr": {"flags": ["--env=classic", "--env_name=CartPole-v1", "--agent=awr"],
-            "budget": 300_000, "stop_at": 475.0, "levels": CARTPOLE_LEVELS,
-            "control": "--flip_policy_gradient", "eval_episodes": False,
-            "test_level": 400.0, "test_budget": 350_000, "control_budget": 180_000, "control_below": 100.0},
-    "vmpo": {"flags": ["--env=classic", "--env_name=CartPole-v1", "--agent=vmpo"],
-             "budget": 300_000, "stop_at": 475.0, "levels": CARTPOLE_LEVELS,
-             "control": "--flip_policy_gradient", "eval_episodes": False,
-             "test_level": 400.0, "test_budget": 330_000, "control_budget": 170_000, "control_below": 100.0},
-    "sac": {"flags": ["--env=classic", "--env_name=Pendulum-v1", "--agent=sac"],
-            "budget": 30_000, "stop_at": -200.0, "levels": PENDULUM_LEVELS,
-            "control": "--flip_reward_sign", "eval_episodes": False,
-            "test_level": -300.0, "test_budget": 20_000, "control_budget": 10_000, "control_below": -700.0},
+    # 400 is not V-trace's threshold: one seed of five stayed at 392 for 550K frames.
+    "vtrace": _cartpole("vtrace", "--num_actors=2", "--env_batch_size=16", budget=600_000, test_level=300.0,
+                        test_budget=200_000, control_budget=60_000),
+    "r2d2": _cartpole("r2d2", "--num_actors=2", "--env_batch_size=8", "--num_eval_envs=2", budget=400_000,
+                      stop_at=400.0, control="--flip_reward_sign", eval_episodes=True, test_level=300.0,
+                      test_budget=400_000, control_budget=120_000),
+    "ppo": _cartpole("ppo", budget=400_000, test_budget=500_000, control_budget=250_000),
+    "awr": _cartpole("awr", budget=300_000, test_budget=350_000, control_budget=180_000),
+    "vmpo": _cartpole("vmpo", budget=300_000, test_budget=330_000, control_budget=170_000),
+    "sac": _case("Pendulum-v1", "sac", budget=30_000, stop_at=-200.0, levels=PENDULUM_LEVELS,
+                 control="--flip_reward_sign", test_level=-300.0, test_budget=20_000, control_budget=10_000,
+                 control_below=-700.0),
 }
 
 
