@@ -33,7 +33,7 @@ import sys
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 import _common
 import numpy as np
@@ -45,6 +45,7 @@ WINDOW = 20
 GREEDY_EPISODES = 10
 CARTPOLE_LEVELS = (100.0, 200.0, 300.0, 400.0, 475.0)
 PENDULUM_LEVELS = (-800.0, -500.0, -300.0, -200.0)
+
 
 def _case(env_name: str, agent: str, *flags: str, budget: int, stop_at: float, levels: tuple, control: str,
           test_level: float, test_budget: int, control_budget: int, control_below: float,
@@ -95,28 +96,12 @@ def _commit() -> str:
     return out.stdout.strip() + (" (with uncommitted changes)" if dirty else "")
 
 
-def windows(frames: np.ndarray, returns: np.ndarray, window: int = WINDOW) -> tuple[np.ndarray, np.ndarray]:
-    """The mean return of every ``window`` consecutive episodes and the frames at each window's end."""
-    if len(returns) < window:
-        return np.zeros(0), np.zeros(0, dtype=np.int64)
-    means = np.convolve(returns, np.ones(window) / window, mode="valid")
-    return means, frames[window - 1:]
-
-
-def frames_to_level(means: np.ndarray, ends: np.ndarray, level: float) -> Optional[int]:
-    """The env frames of the first window whose mean is at or above ``level`` (None: never)."""
-    hits = np.flatnonzero(means >= level)
-    return int(ends[hits[0]]) if len(hits) else None
-
-
 def summarize(logdir: str, case: dict) -> dict:
     """A finished run's record, from its episodes.csv, finished.json and final_eval.json."""
-    from seed_rl.learner.summaries import read_episodes
+    from seed_rl.learner.summaries import first_window_reaching, read_episodes, rolling_windows
 
     eps = [e for e in read_episodes(os.path.join(logdir, "episodes.csv")) if e.eval == case["eval_episodes"]]
-    frames = np.array([e.env_frames for e in eps], dtype=np.int64)
-    returns = np.array([e.episode_return for e in eps], dtype=np.float64)
-    means, ends = windows(frames, returns)
+    means, ends = rolling_windows(eps, WINDOW)
     with open(os.path.join(logdir, "finished.json")) as f:
         finished = json.load(f)
     greedy = {}
@@ -125,7 +110,7 @@ def summarize(logdir: str, case: dict) -> dict:
         with open(final_path) as f:
             final = json.load(f)
         greedy = {k: final[k]["greedy_mean_return"] for k in ("best", "latest") if k in final}
-    return {"frames_to": {f"{level:g}": frames_to_level(means, ends, level) for level in case["levels"]},
+    return {"frames_to": {f"{level:g}": first_window_reaching(means, ends, level) for level in case["levels"]},
             "best_window": float(means.max()) if len(means) else None,
             "last_window": float(means[-1]) if len(means) else None,
             "greedy": greedy, "episodes": len(eps), "env_frames": finished["env_frames"],
@@ -183,7 +168,7 @@ def plot(workdir: str, path: str = PLOT) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from seed_rl.learner.summaries import read_episodes
+    from seed_rl.learner.summaries import read_episodes, rolling_windows
 
     fig, axes = plt.subplots(1, len(CASES), figsize=(3.6 * len(CASES), 3.2))
     for ax, (agent, case) in zip(axes, CASES.items()):
@@ -193,7 +178,7 @@ def plot(workdir: str, path: str = PLOT) -> None:
                 continue
             eps = [e for e in read_episodes(os.path.join(workdir, name, "episodes.csv"))
                    if e.eval == case["eval_episodes"]]
-            means, ends = windows(np.array([e.env_frames for e in eps]), np.array([e.episode_return for e in eps]))
+            means, ends = rolling_windows(eps, WINDOW)
             if len(means):
                 curves[name] = (ends, means)
         learn = [c for n, c in curves.items() if "_learn_" in n]
