@@ -31,7 +31,6 @@ import shlex
 import subprocess
 import sys
 import time
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List
 
@@ -140,23 +139,15 @@ def run_one(agent: str, seed: int, control: bool, workdir: str) -> dict:
 def aggregates(runs: List[dict], reps: int = 20_000, seed: int = 0) -> Dict[str, dict]:
     """Per agent, over its learning runs: the interquartile mean of the best checkpoint's greedy evaluation and
     its 95% stratified-bootstrap confidence interval, as rliable computes them (Agarwal et al. 2021)."""
-    from rliable import library as rly
-    from rliable import metrics
-
     out = {}
     for agent in CASES:
         scores = [r["greedy"]["best"] for r in runs
                   if r["agent"] == agent and not r["control"] and r["greedy"].get("best") is not None]
         if len(scores) < 2:
             continue
-        matrix = {agent: np.array(scores, dtype=np.float64)[:, None]}  # runs x tasks
-        with warnings.catch_warnings():  # arch's notice that RandomState will give way to Generator
-            warnings.simplefilter("ignore", FutureWarning)
-            point, interval = rly.get_interval_estimates(
-                matrix, lambda x: np.array([metrics.aggregate_iqm(x)]), reps=reps,
-                random_state=np.random.RandomState(seed))
-        out[agent] = {"metric": "greedy evaluation of the best checkpoint", "seeds": len(scores),
-                      "iqm": float(point[agent][0]), "ci95": [float(v) for v in interval[agent][:, 0]]}
+        iqm, ci95 = _common.iqm_interval(np.array(scores, dtype=np.float64)[:, None], reps, seed)  # runs x tasks
+        out[agent] = {"metric": "greedy evaluation of the best checkpoint", "seeds": len(scores), "iqm": iqm,
+                      "ci95": ci95}
     return out
 
 
