@@ -22,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -211,6 +212,29 @@ def report(name: str, title: str, body: str, t_script: float, write: bool = True
         print(f"wrote {RESULTS_PATH}")
         if data is not None:
             print(f"wrote {write_result(name, data, load_before=load_before)}")
+
+
+def iqm_interval(scores, reps: int = 20_000, seed: int = 0) -> Tuple[float, List[float]]:
+    """The interquartile mean of ``scores`` (an array of runs x tasks) and its 95% stratified-bootstrap confidence
+    interval ``[low, high]``, as rliable computes them (Agarwal et al. 2021; ``pip install -e '.[bench]'``). The
+    same ``scores``, ``reps`` and ``seed`` give the same numbers: rliable's ``StratifiedBootstrap`` draws the
+    resampled runs from numpy's global generator (``np.random.choice``), not from its ``random_state``, so that
+    generator is seeded too for the call, and given back as it was."""
+    import numpy as np
+    from rliable import library as rly
+    from rliable import metrics
+
+    saved = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        with warnings.catch_warnings():  # arch's notice that RandomState will give way to Generator
+            warnings.simplefilter("ignore", FutureWarning)
+            point, interval = rly.get_interval_estimates(
+                {"scores": np.asarray(scores, dtype=np.float64)}, lambda x: np.array([metrics.aggregate_iqm(x)]),
+                reps=reps, random_state=np.random.RandomState(seed))
+    finally:
+        np.random.set_state(saved)
+    return float(point["scores"][0]), [float(v) for v in interval["scores"][:, 0]]
 
 
 def add_e2e_arguments(parser, *, what: str) -> None:

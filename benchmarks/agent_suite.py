@@ -31,9 +31,8 @@ import shlex
 import subprocess
 import sys
 import time
-import warnings
 from concurrent.futures import ThreadPoolExecutor
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 import _common
 import numpy as np
@@ -46,6 +45,25 @@ GREEDY_EPISODES = 10
 CARTPOLE_LEVELS = (100.0, 200.0, 300.0, 400.0, 475.0)
 PENDULUM_LEVELS = (-800.0, -500.0, -300.0, -200.0)
 
+
+def _case(env_name: str, agent: str, *flags: str, budget: int, stop_at: float, levels: tuple, control: str,
+          test_level: float, test_budget: int, control_budget: int, control_below: float,
+          eval_episodes: bool = False) -> dict:
+    """One entry of ``CASES``: ``seed-rl train --env=classic --env_name=<env_name> --agent=<agent> <flags>``."""
+    return {"flags": ["--env=classic", f"--env_name={env_name}", f"--agent={agent}", *flags],
+            "budget": budget, "stop_at": stop_at, "levels": levels, "control": control,
+            "eval_episodes": eval_episodes, "test_level": test_level, "test_budget": test_budget,
+            "control_budget": control_budget, "control_below": control_below}
+
+
+def _cartpole(agent: str, *flags: str, budget: int, test_budget: int, control_budget: int, stop_at: float = 475.0,
+              test_level: float = 400.0, control: str = "--flip_policy_gradient", eval_episodes: bool = False) -> dict:
+    """A CartPole-v1 case: its levels, and a control that must stay under a window of 100 (random play: ~22)."""
+    return _case("CartPole-v1", agent, *flags, budget=budget, stop_at=stop_at, levels=CARTPOLE_LEVELS,
+                 control=control, test_level=test_level, test_budget=test_budget, control_budget=control_budget,
+                 control_below=100.0, eval_episodes=eval_episodes)
+
+
 CASES: Dict[str, dict] = {
     # agent: the task's flags, the suite's budget (env frames), the level its learning runs stop at, the levels
     # reported, the control's flag, and whether the windows read evaluation episodes; then the default suite's
@@ -55,33 +73,18 @@ CASES: Dict[str, dict] = {
     # after 178K, where 1.5x the slowest seed had set their budgets; a learning run stops at its threshold, so a
     # larger budget costs time only when it is slow), the control's budget (at least the slowest seed's frames)
     # and the best window the control must stay under.
-    "vtrace": {"flags": ["--env=classic", "--env_name=CartPole-v1", "--agent=vtrace", "--num_actors=2",
-                         "--env_batch_size=16"],
-               "budget": 600_000, "stop_at": 475.0, "levels": CARTPOLE_LEVELS,
-               "control": "--flip_policy_gradient", "eval_episodes": False,
-               # 400 is not the test's threshold: one seed of five stayed at 392 for 550K frames.
-               "test_level": 300.0, "test_budget": 200_000, "control_budget": 60_000, "control_below": 100.0},
-    "r2d2": {"flags": ["--env=classic", "--env_name=CartPole-v1", "--agent=r2d2", "--num_actors=2",
-                       "--env_batch_size=8", "--num_eval_envs=2"],
-             "budget": 400_000, "stop_at": 400.0, "levels": CARTPOLE_LEVELS,
-             "control": "--flip_reward_sign", "eval_episodes": True,
-             "test_level": 300.0, "test_budget": 400_000, "control_budget": 120_000, "control_below": 100.0},
-    "ppo": {"flags": ["--env=classic", "--env_name=CartPole-v1", "--agent=ppo"],
-            "budget": 400_000, "stop_at": 475.0, "levels": CARTPOLE_LEVELS,
-            "control": "--flip_policy_gradient", "eval_episodes": False,
-            "test_level": 400.0, "test_budget": 500_000, "control_budget": 250_000, "control_below": 100.0},
-    "awr": {"flags": ["--env=classic", "--env_name=CartPole-v1", "--agent=awr"],
-            "budget": 300_000, "stop_at": 475.0, "levels": CARTPOLE_LEVELS,
-            "control": "--flip_policy_gradient", "eval_episodes": False,
-            "test_level": 400.0, "test_budget": 350_000, "control_budget": 180_000, "control_below": 100.0},
-    "vmpo": {"flags": ["--env=classic", "--env_name=CartPole-v1", "--agent=vmpo"],
-             "budget": 300_000, "stop_at": 475.0, "levels": CARTPOLE_LEVELS,
-             "control": "--flip_policy_gradient", "eval_episodes": False,
-             "test_level": 400.0, "test_budget": 330_000, "control_budget": 170_000, "control_below": 100.0},
-    "sac": {"flags": ["--env=classic", "--env_name=Pendulum-v1", "--agent=sac"],
-            "budget": 30_000, "stop_at": -200.0, "levels": PENDULUM_LEVELS,
-            "control": "--flip_reward_sign", "eval_episodes": False,
-            "test_level": -300.0, "test_budget": 20_000, "control_budget": 10_000, "control_below": -700.0},
+    # 400 is not V-trace's threshold: one seed of five stayed at 392 for 550K frames.
+    "vtrace": _cartpole("vtrace", "--num_actors=2", "--env_batch_size=16", budget=600_000, test_level=300.0,
+                        test_budget=200_000, control_budget=60_000),
+    "r2d2": _cartpole("r2d2", "--num_actors=2", "--env_batch_size=8", "--num_eval_envs=2", budget=400_000,
+                      stop_at=400.0, control="--flip_reward_sign", eval_episodes=True, test_level=300.0,
+                      test_budget=400_000, control_budget=120_000),
+    "ppo": _cartpole("ppo", budget=400_000, test_budget=500_000, control_budget=250_000),
+    "awr": _cartpole("awr", budget=300_000, test_budget=350_000, control_budget=180_000),
+    "vmpo": _cartpole("vmpo", budget=300_000, test_budget=330_000, control_budget=170_000),
+    "sac": _case("Pendulum-v1", "sac", budget=30_000, stop_at=-200.0, levels=PENDULUM_LEVELS,
+                 control="--flip_reward_sign", test_level=-300.0, test_budget=20_000, control_budget=10_000,
+                 control_below=-700.0),
 }
 
 
@@ -92,28 +95,12 @@ def _commit() -> str:
     return out.stdout.strip() + (" (with uncommitted changes)" if dirty else "")
 
 
-def windows(frames: np.ndarray, returns: np.ndarray, window: int = WINDOW) -> tuple[np.ndarray, np.ndarray]:
-    """The mean return of every ``window`` consecutive episodes and the frames at each window's end."""
-    if len(returns) < window:
-        return np.zeros(0), np.zeros(0, dtype=np.int64)
-    means = np.convolve(returns, np.ones(window) / window, mode="valid")
-    return means, frames[window - 1:]
-
-
-def frames_to_level(means: np.ndarray, ends: np.ndarray, level: float) -> Optional[int]:
-    """The env frames of the first window whose mean is at or above ``level`` (None: never)."""
-    hits = np.flatnonzero(means >= level)
-    return int(ends[hits[0]]) if len(hits) else None
-
-
 def summarize(logdir: str, case: dict) -> dict:
     """A finished run's record, from its episodes.csv, finished.json and final_eval.json."""
-    from seed_rl.learner.summaries import read_episodes
+    from seed_rl.learner.summaries import first_window_reaching, read_episodes, rolling_windows
 
     eps = [e for e in read_episodes(os.path.join(logdir, "episodes.csv")) if e.eval == case["eval_episodes"]]
-    frames = np.array([e.env_frames for e in eps], dtype=np.int64)
-    returns = np.array([e.episode_return for e in eps], dtype=np.float64)
-    means, ends = windows(frames, returns)
+    means, ends = rolling_windows(eps, WINDOW)
     with open(os.path.join(logdir, "finished.json")) as f:
         finished = json.load(f)
     greedy = {}
@@ -122,7 +109,7 @@ def summarize(logdir: str, case: dict) -> dict:
         with open(final_path) as f:
             final = json.load(f)
         greedy = {k: final[k]["greedy_mean_return"] for k in ("best", "latest") if k in final}
-    return {"frames_to": {f"{level:g}": frames_to_level(means, ends, level) for level in case["levels"]},
+    return {"frames_to": {f"{level:g}": first_window_reaching(means, ends, level) for level in case["levels"]},
             "best_window": float(means.max()) if len(means) else None,
             "last_window": float(means[-1]) if len(means) else None,
             "greedy": greedy, "episodes": len(eps), "env_frames": finished["env_frames"],
@@ -152,23 +139,15 @@ def run_one(agent: str, seed: int, control: bool, workdir: str) -> dict:
 def aggregates(runs: List[dict], reps: int = 20_000, seed: int = 0) -> Dict[str, dict]:
     """Per agent, over its learning runs: the interquartile mean of the best checkpoint's greedy evaluation and
     its 95% stratified-bootstrap confidence interval, as rliable computes them (Agarwal et al. 2021)."""
-    from rliable import library as rly
-    from rliable import metrics
-
     out = {}
     for agent in CASES:
         scores = [r["greedy"]["best"] for r in runs
                   if r["agent"] == agent and not r["control"] and r["greedy"].get("best") is not None]
         if len(scores) < 2:
             continue
-        matrix = {agent: np.array(scores, dtype=np.float64)[:, None]}  # runs x tasks
-        with warnings.catch_warnings():  # arch's notice that RandomState will give way to Generator
-            warnings.simplefilter("ignore", FutureWarning)
-            point, interval = rly.get_interval_estimates(
-                matrix, lambda x: np.array([metrics.aggregate_iqm(x)]), reps=reps,
-                random_state=np.random.RandomState(seed))
-        out[agent] = {"metric": "greedy evaluation of the best checkpoint", "seeds": len(scores),
-                      "iqm": float(point[agent][0]), "ci95": [float(v) for v in interval[agent][:, 0]]}
+        iqm, ci95 = _common.iqm_interval(np.array(scores, dtype=np.float64)[:, None], reps, seed)  # runs x tasks
+        out[agent] = {"metric": "greedy evaluation of the best checkpoint", "seeds": len(scores), "iqm": iqm,
+                      "ci95": ci95}
     return out
 
 
@@ -180,7 +159,7 @@ def plot(workdir: str, path: str = PLOT) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from seed_rl.learner.summaries import read_episodes
+    from seed_rl.learner.summaries import read_episodes, rolling_windows
 
     fig, axes = plt.subplots(1, len(CASES), figsize=(3.6 * len(CASES), 3.2))
     for ax, (agent, case) in zip(axes, CASES.items()):
@@ -190,7 +169,7 @@ def plot(workdir: str, path: str = PLOT) -> None:
                 continue
             eps = [e for e in read_episodes(os.path.join(workdir, name, "episodes.csv"))
                    if e.eval == case["eval_episodes"]]
-            means, ends = windows(np.array([e.env_frames for e in eps]), np.array([e.episode_return for e in eps]))
+            means, ends = rolling_windows(eps, WINDOW)
             if len(means):
                 curves[name] = (ends, means)
         learn = [c for n, c in curves.items() if "_learn_" in n]

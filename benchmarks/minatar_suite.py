@@ -29,7 +29,6 @@ import shlex
 import subprocess
 import sys
 import time
-import warnings
 from typing import Dict, List
 
 import _common
@@ -90,9 +89,6 @@ def summarize(logdir: str) -> dict:
 def aggregates(runs: List[dict], reps: int = 20_000, seed: int = 0) -> Dict[str, dict]:
     """Per agent over its finished runs: games whose mean score is at or above the paper's, and the IQM of the
     paper-normalised scores (score / paper) with its 95% stratified-bootstrap interval (rliable)."""
-    from rliable import library as rly
-    from rliable import metrics
-
     out: Dict[str, dict] = {}
     for agent in sorted({r["agent"] for r in runs}):
         done = [r for r in runs if r["agent"] == agent and r["finished"] and r["score"] is not None]
@@ -102,14 +98,10 @@ def aggregates(runs: List[dict], reps: int = 20_000, seed: int = 0) -> Dict[str,
         per_game = {g: [r["score"] / PAPER[g] for r in done if r["game"] == g] for g in games}
         seeds = min(len(v) for v in per_game.values())
         matrix = np.array([per_game[g][:seeds] for g in games], dtype=np.float64).T  # runs x games
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)
-            point, interval = rly.get_interval_estimates(
-                {agent: matrix}, lambda x: np.array([metrics.aggregate_iqm(x)]), reps=reps,
-                random_state=np.random.RandomState(seed))
+        iqm, ci95 = _common.iqm_interval(matrix, reps, seed)
         at_or_above = [g for g in games if np.mean([r["score"] for r in done if r["game"] == g]) >= PAPER[g]]
         out[agent] = {"games": games, "seeds_per_game": seeds, "at_or_above_paper": at_or_above,
-                      "normalized_iqm": float(point[agent][0]), "ci95": [float(v) for v in interval[agent][:, 0]]}
+                      "normalized_iqm": iqm, "ci95": ci95}
     return out
 
 

@@ -176,3 +176,39 @@ def test_learner_capacity_result_data_names_the_cheapest_batch():
     assert data["targets"] == [{"carrier": "local", "passed": True, "per_k": [
         {"envs_per_message": 16, "best_batch": "auto", "best_us": 25.0, "default_us": 25.0}]}]
     assert data["cells"][1]["env_steps_per_core_s"] == 1e6 / 25.0
+
+
+def test_iqm_interval_is_rliables_and_the_same_for_the_same_scores_and_seed():
+    """One wrapper of rliable's IQM and stratified bootstrap (``_common.iqm_interval``) serves both suites; rliable
+    draws its resamples from numpy's global generator, so the wrapper seeds it, and the result does not depend
+    on (nor change) that generator's state."""
+    pytest.importorskip("rliable")
+    scores = np.random.RandomState(7).uniform(0.0, 2.0, size=(3, 5))  # runs x tasks
+    np.random.seed(1)
+    first = _common.iqm_interval(scores, reps=2000, seed=3)
+    np.random.seed(2)
+    state = np.random.get_state()
+    second = _common.iqm_interval(scores, reps=2000, seed=3)
+    assert first == second
+    assert np.array_equal(np.random.get_state()[1], state[1])  # the caller's generator is left as it was
+    assert first[0] == pytest.approx(np.sort(scores.ravel())[3:12].mean())  # 15 scores less the 3 lowest and highest
+    low, high = first[1]
+    assert low <= first[0] <= high
+    assert _common.iqm_interval(np.full((5, 1), 500.0), reps=200) == (500.0, [500.0, 500.0])
+
+
+def test_both_suites_aggregate_with_the_shared_wrapper():
+    pytest.importorskip("rliable")
+    import agent_suite
+    import minatar_suite
+
+    runs = [{"agent": "ppo", "control": False, "greedy": {"best": v}} for v in (400.0, 450.0, 500.0, 480.0, 300.0)]
+    got = agent_suite.aggregates(runs, reps=500)["ppo"]
+    assert (got["iqm"], got["ci95"]) == _common.iqm_interval(np.array([[400.0], [450.0], [500.0], [480.0], [300.0]]),
+                                                             reps=500)
+    scores = np.random.RandomState(0).uniform(0.5, 1.5, size=(2, len(minatar_suite.GAMES)))  # runs x games
+    runs = [{"game": g, "agent": "ppo", "seed": s, "finished": True, "score": scores[s, i] * minatar_suite.PAPER[g]}
+            for s in range(2) for i, g in enumerate(minatar_suite.GAMES)]
+    got = minatar_suite.aggregates(runs, reps=500)["ppo"]
+    iqm, ci95 = _common.iqm_interval(scores, reps=500)
+    assert got["normalized_iqm"] == pytest.approx(iqm) and got["ci95"] == pytest.approx(ci95)

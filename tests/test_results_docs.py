@@ -1,11 +1,21 @@
-"""Every published results table is what the committed results files say, and the README's prose quotes no
-measurement of its own (benchmarks/render_results.py, benchmarks/README.md)."""
+"""Every published results table is what the committed results files say; the README's and docs/'s prose quote
+no measurement of their own; and each benchmark's report in benchmarks/RESULTS*.md is from the run its results file
+records, or is named, with its date, as backed by none (benchmarks/render_results.py, benchmarks/README.md)."""
 
 from __future__ import annotations
 
+import calendar
+import csv
+import glob
+import json
 import os
 import re
 import sys
+import time
+from typing import Callable, Dict, List, Tuple
+
+import numpy as np
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS = os.path.join(ROOT, "benchmarks")
@@ -48,17 +58,37 @@ def test_the_check_fails_when_a_table_is_edited_by_hand(tmp_path, monkeypatch):
     assert "README.md" in render_results.stale_blocks()
 
 
+GENERATED = re.compile(r"<!-- BEGIN generated:(\S+) -->.*?<!-- END generated:\1 -->", re.S)
+HISTORY = re.compile(r"<!-- BEGIN history -->\n(.*?)<!-- END history -->", re.S)
+DATED = re.compile(r"\b20\d\d-\d\d-\d\d\b|\bcommits? [0-9a-f]{7,40}\b")
+"""What a history block must say: the day it was measured, or the commit that recorded it."""
+NUMBER = re.compile(r"(?<![\w.,])[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?[KMx]?(?![\w.]*\d)")
+
+
 def _prose(text: str) -> str:
-    text = re.sub(r"<!-- BEGIN generated:(\S+) -->.*?<!-- END generated:\1 -->", "", text, flags=re.S)
+    """``text`` without what is not prose: generated blocks, dated history blocks, code, link targets, dates and
+    times, list numbers, references to numbered things (deviation 37, issue #78, item 20) and the numbers of names
+    (DMLab-30, n1-standard-4)."""
+    text = GENERATED.sub("", text)
+    text = HISTORY.sub("", text)
     text = re.sub(r"```.*?```", "", text, flags=re.S)
     text = re.sub(r"`[^`]*`", "", text)
-    return re.sub(r"\]\([^)]*\)", "]", text)  # link targets
+    text = re.sub(r"\]\([^)]*\)", "]", text)  # link targets
+    text = re.sub(r"\b\d{4}-\d\d-\d\d(?: \d\d:\d\d(?::\d\d)?)?\b|\b\d\d:\d\d(?::\d\d)?\b", "", text)
+    text = re.sub(r"(?m)^(\s*)\d+[a-z]?\.(?=\s)", r"\1", text)
+    text = re.sub(r"(?i)\b(?:deviations?(?:\.md)?|issues?|items?)\s+#?\d+[a-z]?(?:(?:\s*,\s*|\s+and\s+|-)\d+[a-z]?)*",
+                  "", text)
+    text = re.sub(r"#\d+", "", text)
+    return re.sub(r"(?<=[A-Za-z]-)\d+\b", "", text)
+
+
+def _figures(text: str) -> set:
+    """Every number in ``text``'s prose."""
+    return set(NUMBER.findall(_prose(text)))
 
 
 def _measured_figures(text: str) -> list:
-    numbers = set(re.findall(r"(?<![\w.,])[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?[KMx]?(?![\w.]*\d)",
-                             _prose(text)))
-    return sorted(n for n in numbers if n not in README_SETTINGS)
+    return sorted(n for n in _figures(text) if n not in README_SETTINGS)
 
 
 def test_readme_prose_quotes_no_measurement_outside_the_generated_tables():
@@ -72,3 +102,274 @@ def test_the_scan_finds_a_figure_in_prose_and_not_in_a_generated_block():
     prose = ("The loop makes 0.44 of bare stepping; +16.25 after 14,512,736 frames at 2,021 frames/s, 232 and 340.\n"
              "<!-- BEGIN generated:x -->\n| 0.51 |\n<!-- END generated:x -->\n`--seed=77`\n")
     assert _measured_figures(prose) == sorted(["0.44", "+16.25", "14,512,736", "2,021", "232", "340"])
+
+
+# ------------------------------------------------------------------------------------------------------ docs/
+
+DOCS = sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))
+
+DOC_SETTINGS: Dict[str, Dict[str, str]] = {
+    # path: {reason: the figures it covers, space-separated}. Settings, hyperparameters, limits, sizes and
+    # published (cited) figures; never a measurement of this code. A measured figure belongs in a results file and
+    # a generated block, in a dated history block (<!-- BEGIN history --> with its date or commit), or nowhere.
+    "docs/agents.md": {
+        "the losses' constants, init gains, clipping and action bounds as the equations write them": "0.5 0.01 -10 -1",
+        "network sizes: small_conv's dense layer (the MinAtar paper's), SAC's LSTM default": "128 256"},
+    "docs/deployment.md": {
+        "the Kubernetes schemas' version, the images' user id, the Atari preset's 32 workers": "1.32 1000 32",
+        "timeouts, back-off and limits (30 s, 300 s, 50 batches) and the keepalive's bound 30 + 20 s": "30 50 300",
+        "the tests' settings: a 60 s outage, the return of 300 they train to; the many-actors target (80%)":
+            "60 300 80"},
+    "docs/deviations.md": {
+        "the original's year, gym's and MuJoCo's versions": "2021 0.25 1.5",
+        "env settings: 30 no-ops, the 108K-frame cap, 1,000-step MuJoCo episodes, HalfCheetah's 6 action dimensions":
+            "30 108K 1,000 6",
+        "sizes and limits: 32 unrolls of 128 (4,096 steps), 100 skipped steps in a row, gc thresholds 50,000 / 700":
+            "32 128 4,096 100 50,000 700",
+        "the cloud machines' specifications (A100 80GB, 170 GB, 208 GB)": "80 170 208"},
+    "docs/devices.md": {
+        "the loss scale's settings (2**15 at first, doubled after 2,000 finite steps, at most 2**24), a citation's "
+        "year": "15 2,000 24 2017",
+        "the V-trace learning test's threshold": "300",
+        "the R2D2 paper's frames/s on one V100, cited as the GPU check's yardstick": "67K"},
+    "docs/environments.md": {
+        "versions and years cited (gym 0.25 / 0.26, Python 3.13, C++17, papers of 2018 and 2019)":
+            "0.25 0.26 3.13 +17 2018 2019",
+        "the families' settings: reward and action ranges, episode caps, frame and map sizes, action counts, no-ops, "
+        "sticky-action probability, frame rate": "+1 -1 -2 500 1,000 27,000 108,000 30 31 60 18 9 6 7 23 72 96 90 120 "
+                                                  "108 144 84 210 160 4x",
+        "the seeds whose top bit is clear (a list of seed numbers)": "11 13 15 17",
+        "the small-image rule's arithmetic (42 x 42 = 1,764 pixels, 36, 40 x 40 x 128 = 3.3M weights)":
+            "42 1,764 36 40 128 3.3M",
+        "hyperparameters in the defaults' table (clip norm 0.5)": "0.5",
+        "the Catch test's threshold, its budget and the bound of a blind policy": "0.8 -0.6 60K"},
+    "docs/presets.md": {
+        # The page is the presets' reference: most of its numbers are their settings.
+        "the presets' hyperparameters as its tables and paragraphs state them (rates, coefficients, discounts, "
+        "clipping, epsilons, exponents)": "0.005 0.01 0.1 0.2 0.5 0.6 0.75 0.9 0.95 0.99 0.993 0.995 0.997 1.2 1.5 "
+                                          "2.5 3.19 3.1948 4.8 5.5 5.5339 1.2542 7.3309 -1",
+        "the presets' sizes: batches, unrolls, burn-ins, replays, networks, actors, frame budgets, intervals, "
+        "frames, thresholds": "18 25 29 30 32 40 50 72 80 84 96 100 128 141 200 250 256 300 400 500 512 600 1,000 "
+                              "2000 2048 2500 4000 5000 10K 20K 25K 100K 108K 200K 2M",
+        "arithmetic on those settings (200K frames / 80 per step, 4000 x 29 steps in GiB)": "2,500 0.85",
+        "random play's scores: Breakout's published, catch's as its test states; the catch test's threshold":
+            "1.7 -0.57 0.8",
+        "a citation's year and a count of actions": "2018 6"},
+    "docs/status.md": {"action bounds": "-1"},
+    "docs/transport.md": {
+        "versions: grpcio, protoc, protobuf": "1.62 25.1 26 1.63 4.25 1.85 7 3.20",
+        "limits and defaults: message size, dimensions, socket name bits, back-off, keepalive, timeouts, pool sizes, "
+        "the collector's thresholds, gRPC's ping interval": "256 32 128 50 30 60 9 300 48 50,000 700 100",
+        "the tests' and benchmarks' settings: seconds, stream counts, targets, durations": "15 1,000 1000 2000 80 25",
+        "arithmetic on settings: 2 threads per task + 11, ~760 threads of 250 streams, 200% of two cores":
+            "11 250 760 200"},
+    "docs/usage.md": {
+        "the presets' settings as their table states them": "0.2 0.9 0.95 100 100K 256 640 4000 1,000M",
+        "atari_r2d2_gcp's replay size, as required_bytes computes it from the preset": "84"},
+}
+
+CHECKED: Dict[str, Dict[str, Tuple[str, Callable[[], str]]]] = {
+    # path: {figure as the doc quotes it: (what it is, the same figure formatted from its committed results file)}.
+    "docs/environments.md": {"1,800": ("Atari's gymnasium path: one actor's agent steps per CPU-second, in hundreds",
+                                       lambda: f"{round(_atari_steps_per_cpu_s(), -2):,.0f}")},
+    "docs/presets.md": {"7.15": ("R2D2 on Breakout: the last window of 20 episodes",
+                                 lambda: f"{_curve('atari_Breakout_r2d2.csv')['last']:.2f}")},
+    "docs/transport.md": {
+        # Where the learner's time goes: the CPU budget of the transport-overhead target, from the latest run.
+        "180": ("the CPU the full loop kept busy, % of 200, to the nearest 10", lambda: f"{_loop_cpu()['busy']:.0f}"),
+        "0.78": ("the CPU ratio the target needs at that load", lambda: f"{_loop_cpu()['needed']:.2f}"),
+        "0.16": ("CPU per env step actors and learner may add", lambda: f"{_loop_cpu()['may_add']:.2f}"),
+        "0.57": ("bare env CPU per env step, ms", lambda: f"{_loop_cpu()['bare']:.2f}"),
+        "0.47": ("CPU per env step actors and learner add, ms", lambda: f"{_loop_cpu()['adds']:.2f}"),
+        "0.12": ("of it the actors'", lambda: f"{_loop_cpu()['actors']:.2f}"),
+        "0.35": ("of it the learner's", lambda: f"{_loop_cpu()['learner']:.2f}"),
+        "0.96": ("step_overhead: the inference call's time against the commit before the checks",
+                 lambda: f"{_step_overhead('inference call')['ratio']:.2f}"),
+        "1.02": ("step_overhead: the train step's", lambda: f"{_step_overhead('train step')['ratio']:.2f}")},
+    "docs/status.md": {"1,002": ("SAC on HalfCheetah-v5: the last window of 20 episodes",
+                                 lambda: f"{_curve('mujoco_HalfCheetah-v5_sac.csv')['last']:,.0f}")},
+}
+
+
+def _results(file: str) -> dict:
+    """The ``data`` of a committed results file."""
+    with open(os.path.join(render_results.RESULTS, file)) as f:
+        return json.load(f)["data"]
+
+
+def _atari_steps_per_cpu_s() -> float:
+    speed = _results("atari_engine_speed.json")
+    return speed["summary"]["gymnasium"]["median_frames_per_cpu_s"] / speed["frame_skip"]
+
+
+def _loop_cpu() -> dict:
+    """The transport-overhead run's CPU budget: busy share of the machine, the CPU ratio the target needs, and the
+    CPU per env step (ms) of bare stepping and what the full loop's actors and learner add to it."""
+    d = _results("transport_overhead.json")
+    training = d["loops"]["training"]
+    cpu = training["run"]["cpu"]
+    busy = sum(cpu["cpu_s"].values()) / cpu["wall_s"] * 100
+    needed = d["target"] / (busy / 200)
+    bare, per_step = d["bare"]["cpu_ms_per_step"], training["cpu_ms_per_step"]
+    return {"busy": round(busy, -1), "needed": needed, "may_add": bare / needed - bare, "bare": bare,
+            "adds": per_step["total"] - bare, "actors": per_step["actors"] - bare, "learner": per_step["learner"]}
+
+
+def _step_overhead(quantity: str) -> dict:
+    with open(os.path.join(render_results.RESULTS, "step_overhead.json")) as f:
+        return next(row for row in json.load(f)["rows"] if quantity in row["quantity"])
+
+
+def _curve(file: str) -> dict:
+    return render_results.curve_figures(next(c for c in render_results.CURVES if c.file == file))
+
+
+def _allowed(path: str) -> set:
+    """README_SETTINGS (counts, versions, frame budgets) and ``path``'s own settings."""
+    return README_SETTINGS | {f for figures in DOC_SETTINGS.get(path, {}).values() for f in figures.split()}
+
+
+def _unexplained(path: str, text: str) -> List[str]:
+    """The figures of ``text``'s prose that are neither settings of ``path`` nor checked against a results file."""
+    return sorted(_figures(text) - _allowed(path) - set(CHECKED.get(path, {})))
+
+
+@pytest.mark.parametrize("path", DOCS)
+def test_docs_prose_quotes_no_measurement_that_no_results_file_holds(path):
+    measured = _unexplained(path, _text(path))
+    assert not measured, (
+        f"{path}'s prose quotes {measured}: a measured figure belongs in a results file and a generated block "
+        "(benchmarks/render_results.py), checked against its file (CHECKED), in a dated history block, or nowhere; "
+        "a setting, a hyperparameter or a cited published figure goes into DOC_SETTINGS with its reason")
+
+
+def test_every_allowed_setting_and_checked_figure_is_still_quoted():
+    """The allowlists shrink with the docs: an entry whose figure the doc no longer quotes is dropped."""
+    unused = [f"{path}: {f}" for path in set(DOC_SETTINGS) | set(CHECKED)
+              for f in sorted((_allowed(path) - README_SETTINGS | set(CHECKED.get(path, {})))
+                              - _figures(_text(path)))]
+    assert not unused, f"allowlisted but not quoted any more: {unused}"
+
+
+def _stale_checked(path: str, text: str) -> List[str]:
+    out = []
+    figures = _figures(text)
+    for figure, (what, value) in CHECKED.get(path, {}).items():
+        if figure in figures and value() != figure:
+            out.append(f"{figure} ({what}; its results file says {value()})")
+    return out
+
+
+@pytest.mark.parametrize("path", sorted(CHECKED))
+def test_figures_checked_against_results_files_are_what_the_files_say(path):
+    stale = _stale_checked(path, _text(path))
+    assert not stale, f"{path} quotes figures its results files no longer hold: {stale}"
+
+
+def _undated_history(text: str) -> List[str]:
+    return [block[:80] for block in HISTORY.findall(text) if not DATED.search(block)]
+
+
+@pytest.mark.parametrize("path", ["README.md", *DOCS])
+def test_history_blocks_say_when_they_were_measured_and_generated_blocks_are_the_generators(path):
+    text = _text(path)
+    undated = _undated_history(text)
+    assert not undated, f"{path}: history blocks that give no date (YYYY-MM-DD) or commit: {undated}"
+    names = {m.group(1) for m in GENERATED.finditer(text)}
+    registered = {b.name for b in render_results.BLOCKS if b.path == path}
+    assert names <= registered, f"{path}: generated blocks that benchmarks/render_results.py does not write: " \
+        f"{sorted(names - registered)}"
+
+
+def test_the_docs_scan_catches_a_stale_figure_and_passes_what_is_not_a_measurement(monkeypatch):
+    """The control: a doc quoting a measured rate in prose is caught, and so is a checked figure its results file
+    no longer holds and an undated history block; settings, dated history, code and references are not."""
+    monkeypatch.setitem(DOC_SETTINGS, "docs/x.md", {"the batch size": "32"})
+    monkeypatch.setitem(CHECKED, "docs/x.md", {"1,002": ("a final window", lambda: "1,003")})
+    text = ("1. Batch 32 reached 1,402 env steps/s (deviation 37; issue #78; DMLab-30) and a return of 1,002.\n"
+            "<!-- BEGIN history -->\nMeasured 2026-12-03: 0.77.\n<!-- END history -->\n`--seed=77` 2026-12-01\n")
+    assert _unexplained("docs/x.md", text) == ["1,402"]
+    assert _stale_checked("docs/x.md", text) == ["1,002 (a final window; its results file says 1,003)"]
+    assert _undated_history(text) == []
+    assert _undated_history("<!-- BEGIN history -->\nMeasured once: 0.77.\n<!-- END history -->") != []
+
+
+# ------------------------------------------------------------------------------- benchmarks/RESULTS*.md reports
+
+def _seconds(date: str) -> int:
+    """What `date` prints (_common.now_string), as seconds; both dates compared come from one machine and zone."""
+    return calendar.timegm(time.strptime(re.sub(r" [A-Z]+ (\d{4})$", r" \1", " ".join(date.split())),
+                                         "%a %b %d %H:%M:%S %Y"))
+
+
+def _same_run(report_date: str, file_date: str) -> bool:
+    """A report's date (what `date` prints, or YYYY-MM-DD) names the run its results file records: a script builds
+    its report, then writes its results file, a few seconds later at most."""
+    if re.fullmatch(r"\d{4}-\d\d-\d\d", report_date):
+        return time.strftime("%Y-%m-%d", time.gmtime(_seconds(file_date))) == report_date
+    return 0 <= _seconds(file_date) - _seconds(report_date) <= 300
+
+
+def _learning_rows(report) -> Dict[str, str]:
+    rows = {}
+    for line in report.text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and cells[0]:
+            rows[cells[0]] = cells[1]
+    return rows
+
+
+def _report_problems(report) -> List[str]:
+    """Why ``report`` (render_results.Report) is not what its results file records; [] when it is."""
+    if report.run_date is None:
+        return [f"{report.name}: says not when it ran"]
+    if report.results_file is None:
+        named = f"`{report.label}` ({report.run_date})" in render_results.unbacked_reports()
+        return [] if named else [f"{report.label}: the Summary does not name it as backed by no results file"]
+    path = os.path.join(render_results.RESULTS, report.results_file)
+    if path.endswith(".json"):
+        with open(path) as f:
+            recorded = json.load(f)["date"]
+        return [] if _same_run(report.run_date, recorded) else [
+            f"{report.name}: ran {report.run_date}, its results file {recorded}"]
+    # A learning run's section against its episodes: the table's figures, recomputed.
+    with open(path, newline="") as f:
+        episodes = list(csv.DictReader(f))
+    score = np.array([float(e["score"]) for e in episodes])
+    means = np.convolve(score, np.ones(20) / 20, mode="valid")
+    expected = {"env frames": f"{int(episodes[-1]['env_frames']):,d}", "episodes": f"{len(score):,d}",
+                "first 20 episodes, mean score": f"{score[:20].mean():.2f}",
+                "final mean score of the last 20 episodes": f"**{means[-1]:.2f}**",
+                "best mean of 20 consecutive episodes": f"{means.max():.2f}"}
+    rows = _learning_rows(report)
+    problems = [f"{report.name}: {k} {rows.get(k)}, {report.results_file} says {v}" for k, v in expected.items()
+                if rows.get(k) != v]
+    # The run's hours run on past its last episode (MuJoCo's episodes end together, the last batch long before the
+    # run stops), so only this much holds: the run lasted until its last episode.
+    hours = float(episodes[-1]["training_hours"])
+    stated = re.match(r"[\d.]+", rows.get("training hours") or "")
+    if not stated or float(stated.group()) < round(hours, 2):
+        problems.append(f"{report.name}: training hours {rows.get('training hours')}, its episodes end at {hours}")
+    return problems
+
+
+@pytest.mark.parametrize("report", render_results.reports(), ids=lambda r: f"{os.path.basename(r.path)}:{r.name}")
+def test_each_report_is_the_run_its_results_file_records_or_is_named_as_unbacked(report):
+    problems = _report_problems(report)
+    assert not problems, problems
+
+
+def test_the_report_check_catches_a_report_from_another_run():
+    """The control: a section rewritten by a later run than its results file's, and a learning section whose
+    final window was edited, are caught; an unbacked report must carry its date."""
+    reports = {r.name: r for r in render_results.reports()}
+    e2e = reports["atari_vtrace_e2e"]
+    time_of_day = re.search(r"\d\d:\d\d:\d\d", e2e.run_date).group()
+    later = type(e2e)(e2e.path, e2e.name, e2e.text.replace(time_of_day, "23:59:59", 1))
+    assert later.run_date and later.run_date != e2e.run_date
+    assert _report_problems(later) and not _report_problems(e2e)
+    pong = reports["atari_learning_Pong_vtrace"]
+    edited = re.sub(r"(final mean score of the last 20 episodes \| )\*\*[-\d.]+\*\*", r"\1**99.99**", pong.text)
+    assert edited != pong.text and _report_problems(type(pong)(pong.path, pong.name, edited))
+    unbacked = reports["inference_latency"]
+    assert _report_problems(type(unbacked)(unbacked.path, unbacked.name, "no date here"))

@@ -10,7 +10,7 @@ import math
 import os
 import sys
 import time
-from typing import Dict, Iterable, List, NamedTuple, Optional
+from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -137,6 +137,23 @@ def read_episodes(path: str) -> List[Episode]:
                     int(r["episode_frames"]), int(r["episode_steps"]), int(r["env_id"]), float(r["wall_time"]),
                     bool(int(r.get("eval") or 0)))
             for r in rows]
+
+
+def rolling_windows(episodes: Sequence[Episode], window: int = 20) -> tuple[np.ndarray, np.ndarray]:
+    """The mean return of every ``window`` consecutive episodes (in the order given) and the env frames when each
+    window's last episode ended; two empty arrays when there are fewer than ``window`` episodes. The windows the
+    learning tests and ``benchmarks/agent_suite.py`` judge a run by."""
+    frames = np.array([e.env_frames for e in episodes], dtype=np.int64)
+    returns = np.array([e.episode_return for e in episodes], dtype=np.float64)
+    if len(returns) < window:
+        return np.zeros(0), np.zeros(0, dtype=np.int64)
+    return np.convolve(returns, np.ones(window) / window, mode="valid"), frames[window - 1:]
+
+
+def first_window_reaching(means: np.ndarray, ends: np.ndarray, level: float) -> Optional[int]:
+    """The env frames of the first window (``rolling_windows``) whose mean is at or above ``level``; None: never."""
+    hits = np.flatnonzero(means >= level)
+    return int(ends[hits[0]]) if len(hits) else None
 
 
 def _scalar_summary(values: Iterable[tuple[str, float]]) -> bytes:

@@ -13,7 +13,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from seed_rl.learner.summaries import Episode, read_episodes
+from seed_rl.learner.summaries import Episode, first_window_reaching, read_episodes, rolling_windows
 
 
 class TrainProcess:
@@ -93,21 +93,17 @@ def episodes(logdir: str) -> List[Episode]:
 
 def best_rolling_mean(eps: List[Episode], window: int = 20) -> tuple[float, Optional[int]]:
     """(best mean return over ``window`` consecutive episodes, env frames when it was first reached)."""
-    returns = np.array([e.episode_return for e in eps])
-    if len(returns) < window:
+    means, ends = rolling_windows(eps, window)
+    if not len(means):
         return float("-inf"), None
-    rolling = np.convolve(returns, np.ones(window) / window, mode="valid")
-    best = int(np.argmax(rolling))
-    return float(rolling[best]), eps[best + window - 1].env_frames
+    best = int(np.argmax(means))
+    return float(means[best]), int(ends[best])
 
 
 def first_frames_reaching(eps: List[Episode], threshold: float, window: int = 20) -> Optional[int]:
-    returns = np.array([e.episode_return for e in eps])
-    if len(returns) < window:
-        return None
-    rolling = np.convolve(returns, np.ones(window) / window, mode="valid")
-    hits = np.nonzero(rolling >= threshold)[0]
-    return eps[int(hits[0]) + window - 1].env_frames if len(hits) else None
+    """The env frames of the first window of ``window`` consecutive episodes whose mean is at or above
+    ``threshold`` (None: never)."""
+    return first_window_reaching(*rolling_windows(eps, window), threshold)
 
 
 def pid_alive(pid: int) -> bool:

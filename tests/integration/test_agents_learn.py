@@ -26,16 +26,18 @@ SUITE = os.path.join(learning_runs.BENCHMARKS, "results", "agent_suite.json")
 TIMEOUT = 1800  # seconds: the runs share two cores with the rest of the suite
 
 
-def _episodes(logdir: str, agent: str):
+def _finished_run(agent: str, kind: str):
+    """The episodes of the background run ``<agent>_<kind>`` (``learn`` or ``control``) once it has exited cleanly:
+    its training episodes, or R2D2's evaluation episodes, which its target reads."""
+    logdir, proc = learning_runs.current().wait(f"{agent}_{kind}", TIMEOUT)
+    assert proc.proc.returncode == 0, proc.output()
     return [e for e in episodes(logdir) if e.eval == CASES[agent]["eval_episodes"]]
 
 
 @pytest.mark.parametrize("agent", [pytest.param(a, marks=pytest.mark.learning_run(f"{a}_learn")) for a in CASES])
 def test_agent_learns_its_small_task(agent):
-    logdir, proc = learning_runs.current().wait(f"{agent}_learn", TIMEOUT)
-    assert proc.proc.returncode == 0, proc.output()
     case = CASES[agent]
-    eps = _episodes(logdir, agent)
+    eps = _finished_run(agent, "learn")
     reached = first_frames_reaching(eps, case["test_level"])
     best, _ = best_rolling_mean(eps)
     assert reached is not None and reached <= case["test_budget"], (
@@ -45,10 +47,8 @@ def test_agent_learns_its_small_task(agent):
 
 @pytest.mark.parametrize("agent", [pytest.param(a, marks=pytest.mark.learning_run(f"{a}_control")) for a in CASES])
 def test_broken_learner_control_does_not_learn(agent):
-    logdir, proc = learning_runs.current().wait(f"{agent}_control", TIMEOUT)
-    assert proc.proc.returncode == 0, proc.output()
     case = CASES[agent]
-    eps = _episodes(logdir, agent)
+    eps = _finished_run(agent, "control")
     assert eps and eps[-1].env_frames >= case["control_budget"] * 0.95  # it used its whole budget
     best, _ = best_rolling_mean(eps)
     assert best < case["control_below"], f"{agent} with {case['control']} reached a mean return of {best:.1f}"

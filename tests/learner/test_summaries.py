@@ -1,10 +1,12 @@
-"""The run's TensorBoard file holds plain scalars: any TensorBoard reader sees them, not only the scalar plugin."""
+"""The run's TensorBoard file holds plain scalars: any TensorBoard reader sees them, not only the scalar plugin;
+the windows of consecutive episodes that the learning tests and the agent suite judge a run by."""
 
 import math
 
+import numpy as np
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from seed_rl.learner.summaries import Episode, SummaryWriter
+from seed_rl.learner.summaries import Episode, SummaryWriter, first_window_reaching, rolling_windows
 
 
 def _episode(frames: int, ret: float, eval_: bool = False) -> Episode:
@@ -55,3 +57,14 @@ def test_status_line_shows_skipped_updates_and_refused_rows_once_there_are_any()
     assert format_status(10, 5.0, 1.0, 0.5, 3, 19, 16, 1).endswith("| queue full (19 unrolls, capacity 16)")
     line = format_status(10, 5.0, 1.0, 0.5, 3, 0, 16, 1, skipped_updates=2, refused_rows=6, elapsed_s=1.0)
     assert "| 2 skipped updates | 6 refused rows | elapsed" in line
+
+
+def test_rolling_windows_are_the_means_of_consecutive_episodes_at_their_last_episodes_frames():
+    eps = [_episode(100 * (i + 1), float(r)) for i, r in enumerate([0, 0, 3, 6, 9, 0])]
+    means, ends = rolling_windows(eps, window=3)
+    assert means.tolist() == [1.0, 3.0, 6.0, 5.0] and ends.tolist() == [300, 400, 500, 600]
+    assert first_window_reaching(means, ends, 3.0) == 400  # at or above: the first window that gets there
+    assert first_window_reaching(means, ends, 6.5) is None
+    means, ends = rolling_windows(eps[:2], window=3)  # fewer episodes than a window: no window
+    assert len(means) == 0 and len(ends) == 0 and first_window_reaching(means, ends, 0.0) is None
+    assert ends.dtype == np.int64
