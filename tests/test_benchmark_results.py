@@ -212,3 +212,30 @@ def test_both_suites_aggregate_with_the_shared_wrapper():
     got = minatar_suite.aggregates(runs, reps=500)["ppo"]
     iqm, ci95 = _common.iqm_interval(scores, reps=500)
     assert got["normalized_iqm"] == pytest.approx(iqm) and got["ci95"] == pytest.approx(ci95)
+
+
+def _plays_what_it_reports(seeds: list, target: float = 450.0, tolerance: float = 50.0) -> list:
+    """Why the main job's committed seeds fail issue 33's promise (empty: they keep it): every seed stops on its
+    target, its best checkpoint plays greedily within ``tolerance`` of its window and not below the target, and
+    the final and best checkpoints both play the target greedily on most seeds."""
+    problems = [f"seed {s['seed']} stopped on its {s['stopped']}" for s in seeds if s["stopped"] != "target"]
+    problems += [f"seed {s['seed']}: best window {s['best_window']} played {s['best_greedy']} greedily"
+                 for s in seeds if s["best_greedy"] < max(target, s["best_window"] - tolerance)]
+    both = [s for s in seeds if min(s["best_greedy"], s["latest_greedy"]) >= target]
+    if len(both) * 2 <= len(seeds):
+        problems.append(f"only {len(both)} of {len(seeds)} seeds play {target} with both checkpoints")
+    return problems
+
+
+def test_the_main_jobs_checkpoints_play_what_its_run_reports():
+    """Issue 33: on CartPole, the best checkpoint's greedy evaluation is within a stated tolerance (50) of its
+    window's mean and not below the target, over 5 seeds, and the final and best checkpoints both play 450 or more
+    on most; read from the committed runs of ``benchmarks/cartpole_final_eval.py`` (the default preset)."""
+    with open(BENCHMARKS / "results" / "cartpole_final_eval.json") as f:
+        results = json.load(f)
+    seeds = results["classic_vtrace"]["seeds"]
+    assert len(seeds) >= 5 and not results["classic_vtrace"]["flags"], results["classic_vtrace"]
+    assert _plays_what_it_reports(seeds) == []
+    # Control: the runs before the greedy target check (a budget, windows alone) break the promise.
+    assert _plays_what_it_reports(results["classic_vtrace_no_target_300k"]["seeds"])
+    assert _plays_what_it_reports([dict(s, best_greedy=s["best_window"] - 60) for s in seeds])
