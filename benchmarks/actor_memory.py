@@ -33,7 +33,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import _common  # noqa: E402
 
-from seed_rl.config import Config, replace  # noqa: E402
+from seed_rl.config import Config, replace, replace_flat  # noqa: E402
 from seed_rl.configs import get_preset  # noqa: E402
 
 TARGET_MIB = 150
@@ -69,8 +69,8 @@ print(json.dumps(out))
 
 def build_config(args, logdir: str) -> Config:
     config = get_preset("atari_vtrace")
-    run = replace(config.run, logdir=logdir, num_actors=1, env_batch_size=args.envs, server_address="127.0.0.1:0",
-                  save_checkpoint_secs=1e9, summary_period_secs=1e9, total_environment_frames=10**12)
+    run = replace_flat(config.run, logdir=logdir, num_actors=1, env_batch_size=args.envs, server_address="127.0.0.1:0",
+                       save_checkpoint_secs=1e9, summary_period_secs=1e9, total_environment_frames=10**12)
     agent = replace(config.agent, network="mlp", mlp_sizes=(8,), lstm_size=0, use_reward_and_action=False)
     return replace(config, env=replace(config.env, name=args.game), run=run, agent=agent)
 

@@ -44,6 +44,8 @@ from typing import List, Optional
 import _common
 import numpy as np
 
+from seed_rl import agents as agents_lib
+from seed_rl.config import RunConfig, flat_dict
 from seed_rl.learner.summaries import EPISODES_CSV, read_episodes
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
@@ -154,7 +156,10 @@ def report(args) -> Optional[str]:
     if os.path.exists(config_path):
         with open(config_path) as f:
             config = json.load(f)
-        run, agent, env = config["run"], config["agent"], config["env"]
+        # By flag name, whichever layout the run's config.json has (run and optimizer fields in sections or not).
+        run = flat_dict(RunConfig, config["run"])
+        agent = flat_dict(agents_lib.config_class(config["agent_name"]), config["agent"])
+        env = config["env"]
         config_text = (
             f"env {env['family']}:{env['name']} action repeat {env['num_action_repeats']}, options "
             f"{json.dumps(env.get('options'))}; {run['num_actors']} actors x {run['env_batch_size']} envs, unroll "

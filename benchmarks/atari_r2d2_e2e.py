@@ -52,7 +52,7 @@ import _common  # noqa: E402
 import numpy as np  # noqa: E402
 from atari_vtrace_e2e import PROFILED_THREADS, IsolatedCompute, real_frames  # noqa: E402
 
-from seed_rl.config import Config, replace  # noqa: E402
+from seed_rl.config import Config, replace, replace_flat  # noqa: E402
 from seed_rl.configs import get_preset  # noqa: E402
 from seed_rl.envs import env_specs  # noqa: E402
 
@@ -64,10 +64,10 @@ def build_config(args, logdir: str) -> Config:
     return replace(
         config,
         env=replace(config.env, name=args.game),
-        run=replace(config.run, logdir=logdir, num_actors=args.num_actors, env_batch_size=args.env_batch_size,
-                    batch_size=args.batch_size, unroll_length=args.unroll_length,
-                    unroll_queue_size=args.unroll_queue_size, server_address="127.0.0.1:0",
-                    save_checkpoint_secs=1e9, summary_period_secs=1e9, total_environment_frames=10**12),
+        run=replace_flat(config.run, logdir=logdir, num_actors=args.num_actors, env_batch_size=args.env_batch_size,
+                         batch_size=args.batch_size, unroll_length=args.unroll_length,
+                         unroll_queue_size=args.unroll_queue_size, server_address="127.0.0.1:0",
+                         save_checkpoint_secs=1e9, summary_period_secs=1e9, total_environment_frames=10**12),
         agent=replace(config.agent, burn_in=args.burn_in, replay_buffer_size=args.replay_buffer_size,
                       replay_buffer_min_size=args.replay_buffer_min_size, replay_ratio=args.replay_ratio),
     )

@@ -155,7 +155,7 @@ def raw_server(n: int, k: int):
 
 
 def learner_server(n: int, k: int, logdir: str, game: str):
-    from seed_rl.config import replace
+    from seed_rl.config import replace, replace_flat
     from seed_rl.configs import get_preset
     from seed_rl.envs import env_specs
     from seed_rl.learner.learner import Learner
@@ -163,9 +163,9 @@ def learner_server(n: int, k: int, logdir: str, game: str):
     config = get_preset("atari_vtrace")
     config = replace(
         config, env=replace(config.env, name=game),
-        run=replace(config.run, logdir=logdir, num_actors=n, env_batch_size=k, server_address="127.0.0.1:0",
-                    max_batch_wait_ms=MAX_BATCH_WAIT_MS, save_checkpoint_secs=1e9, summary_period_secs=1e9,
-                    total_environment_frames=10**12),
+        run=replace_flat(config.run, logdir=logdir, num_actors=n, env_batch_size=k, server_address="127.0.0.1:0",
+                         max_batch_wait_ms=MAX_BATCH_WAIT_MS, save_checkpoint_secs=1e9, summary_period_secs=1e9,
+                         total_environment_frames=10**12),
         agent=replace(config.agent, network="mlp", mlp_sizes=(8,), lstm_size=0, use_reward_and_action=False))
     obs_spec, act_spec = env_specs(config.env)
     assert (obs_spec.shape, obs_spec.dtype) == (OBS_SPEC.shape, OBS_SPEC.dtype) and act_spec.num_values == ACTION_SPEC.num_values, (obs_spec, act_spec)

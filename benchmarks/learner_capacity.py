@@ -49,9 +49,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import _common  # noqa: E402
 import many_actors  # noqa: E402
 
-from seed_rl.config import RunConfig  # noqa: E402
+from seed_rl.config import TransportConfig  # noqa: E402
 
-DEFAULT_KIND = RunConfig().resolved_grpc_server
+DEFAULT_KIND = TransportConfig().resolved_grpc_server
 """The gRPC server kind of a learner with the default config (what the same-host rows run beside)."""
 TARGET_US = 30.0
 TARGET_MIN_ENVS = 16
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
                         "same-host stream runs on the learner's default kind (its handshake only is gRPC)")
     parser.add_argument("--gc_thresholds", default="",
                         help="comma-separated gc thresholds of the learner process, each measured in its own rows "
-                             "(0: Python's collector untouched); default: the learner's (RunConfig.gc_threshold)")
+                             "(0: Python's collector untouched); default: the learner's (--gc_threshold)")
     parser.add_argument("--no_write", action="store_true")
     args = parser.parse_args(argv)
     gc_thresholds = many_actors.int_variants(args.gc_thresholds)

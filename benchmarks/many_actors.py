@@ -64,7 +64,7 @@ import _common  # noqa: E402
 import numpy as np  # noqa: E402
 from flow_control import VARIANTS as FLOW_CONTROL  # noqa: E402
 
-from seed_rl.config import RunConfig  # noqa: E402
+from seed_rl.config import DevicesConfig  # noqa: E402
 from seed_rl.types import ArraySpec, StepBatch  # noqa: E402
 
 OBS_SPEC = ArraySpec(shape=(4,), dtype="float32")  # CartPole's, so that --real_learner serves the same specs
@@ -196,7 +196,7 @@ def _server_main(conn, n: int, local_stream: bool, real_learner: bool, server_ki
     train_steps = lambda: -1  # noqa: E731 - the learner's train steps so far (-1: no learner)
     try:
         if real_learner:
-            from seed_rl.config import replace
+            from seed_rl.config import replace, replace_flat
             from seed_rl.configs import get_preset
             from seed_rl.learner.learner import Learner
 
@@ -204,12 +204,12 @@ def _server_main(conn, n: int, local_stream: bool, real_learner: bool, server_ki
             config = get_preset("classic_vtrace")
             config = replace(
                 config,
-                run=replace(config.run, logdir=tmp.name, num_actors=n, env_batch_size=envs_per_stream,
-                            inference_batch_size=inference_batch_size,
-                            server_address="127.0.0.1:0", max_batch_wait_ms=MAX_BATCH_WAIT_MS,
-                            local_stream=local_stream, save_checkpoint_secs=1e9, summary_period_secs=1e9,
-                            total_environment_frames=10**12, target_return=0.0, tf_intra_op_threads=1,
-                            grpc_server=server_kind, gc_threshold=gc_threshold),
+                run=replace_flat(config.run, logdir=tmp.name, num_actors=n, env_batch_size=envs_per_stream,
+                                 inference_batch_size=inference_batch_size,
+                                 server_address="127.0.0.1:0", max_batch_wait_ms=MAX_BATCH_WAIT_MS,
+                                 local_stream=local_stream, save_checkpoint_secs=1e9, summary_period_secs=1e9,
+                                 total_environment_frames=10**12, target_return=0.0, tf_intra_op_threads=1,
+                                 grpc_server=server_kind, gc_threshold=gc_threshold),
                 agent=replace(config.agent, network="mlp", mlp_sizes=(8,), lstm_size=0))
             learner = Learner(config, status_stream=open(os.devnull, "w"))  # lives as long as the process
             port = learner.start()
@@ -563,7 +563,7 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
     env_batch_size K); ``inference_batch_size`` 0 is the config default, max(K, N K // 2). ``aio_listeners``: the
     grpc.aio servers of the "aio" kind (None: ``InferenceServer``'s default; not with ``real_learner``).
     ``gc_threshold``: the server process's ``tune_garbage_collector`` threshold (None: the learner's default,
-    ``RunConfig.gc_threshold``; 0: Python's collector untouched). ``pin_server``: the server process on CPU 0 and
+    ``--gc_threshold``; 0: Python's collector untouched). ``pin_server``: the server process on CPU 0 and
     the client processes on the others, as a learner with its own host (the machine needs 2 CPUs or more).
     ``flow_control``: a key of ``FLOW_CONTROL`` (benchmarks/flow_control.py): ``seed_rl`` (as shipped), ``grpc``
     (gRPC's defaults: BDP probing on both sides) or ``grpc_window`` (no probing, gRPC's 64 KiB window); the numpy
@@ -590,7 +590,7 @@ def run_streams(n: int, *, seconds: float, warmup: float = 2.0, client_processes
         raise ValueError("flow_control is for the numpy handler's server (the learner starts its own)")
     label = server_label(server_kind, aio_listeners, gc_threshold, flow_control)
     if gc_threshold is None:
-        gc_threshold = RunConfig().gc_threshold
+        gc_threshold = DevicesConfig().gc_threshold
     server_cpus = client_cpus = None
     if pin_server:
         cpus = sorted(os.sched_getaffinity(0))
@@ -973,7 +973,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gc_thresholds", default="",
                         help="comma-separated gc thresholds for the server process, each measured in this run "
                              "(seed_rl.learner.gc_policy.tune_garbage_collector; 0: Python's collector untouched); "
-                             "default: the learner's (RunConfig.gc_threshold)")
+                             "default: the learner's (--gc_threshold)")
     parser.add_argument("--flow_control", default="seed_rl",
                         help="comma-separated flow-control variants, each measured in this run: seed_rl (as "
                              "shipped: no BDP probing, a fixed receive window), grpc (gRPC's defaults: BDP probing on "
@@ -1048,7 +1048,7 @@ def main(argv: list[str] | None = None) -> int:
            if args.pin_server else "")
         + "The server process's garbage collector: "
         + ("as `seed-rl learner` sets it (`tune_garbage_collector`, threshold "
-           f"{RunConfig().gc_threshold:,}). " if gc_thresholds == [None] else
+           f"{DevicesConfig().gc_threshold:,}). " if gc_thresholds == [None] else
            "`gc T` = `tune_garbage_collector(T)`, `gc python` = Python's own. ")
         + ("Flow control (benchmarks/flow_control.py): `grpc flow control` = gRPC's defaults, BDP probing on the "
            "server and the actors; `grpc_window flow control` = no probing and gRPC's 64 KiB window; the others as "

@@ -38,13 +38,14 @@ sys.path.insert(0, root)
 import numpy as np, tensorflow as tf
 import seed_rl
 assert seed_rl.__file__.startswith(root), seed_rl.__file__
-from seed_rl.config import replace
+from seed_rl.config import replace, replace_flat
 from seed_rl.configs import get_preset
 from seed_rl.learner.learner import Learner
 from seed_rl.types import EnvOutput
 config = get_preset("classic_vtrace")
-config = replace(config, run=replace(config.run, logdir=tempfile.mkdtemp(), num_actors=8, env_batch_size=64,
-                                     server_address="127.0.0.1:0", tf_intra_op_threads=1, save_checkpoint_secs=1e9),
+config = replace(config, run=replace_flat(config.run, logdir=tempfile.mkdtemp(), num_actors=8, env_batch_size=64,
+                                          server_address="127.0.0.1:0", tf_intra_op_threads=1,
+                                          save_checkpoint_secs=1e9),
                  agent=replace(config.agent, network="mlp", mlp_sizes=(8,), lstm_size=0))
 learner = Learner(config, status_stream=open(os.devnull, "w"))
 inference, k, rng = learner.inference, 64, np.random.default_rng(0)

@@ -48,7 +48,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import _common  # noqa: E402
 import numpy as np  # noqa: E402
 
-from seed_rl.config import Config, replace  # noqa: E402
+from seed_rl.config import Config, replace, replace_flat  # noqa: E402
 
 TARGET = 0.70
 
@@ -59,14 +59,14 @@ def build_config(args, logdir: str, idle: bool = False, groups: int = 0, local_s
     from seed_rl.configs import get_preset
 
     config = get_preset("atari_vtrace")
-    run = replace(config.run, logdir=logdir, num_actors=args.num_actors, env_batch_size=args.env_batch_size,
-                  server_address="127.0.0.1:0", save_checkpoint_secs=1e9, summary_period_secs=1e9,
-                  total_environment_frames=10**12, inference_batch_size=args.inference_batch_size,
-                  tf_intra_op_threads=1, local_stream=local_stream)
+    run = replace_flat(config.run, logdir=logdir, num_actors=args.num_actors, env_batch_size=args.env_batch_size,
+                       server_address="127.0.0.1:0", save_checkpoint_secs=1e9, summary_period_secs=1e9,
+                       total_environment_frames=10**12, inference_batch_size=args.inference_batch_size,
+                       tf_intra_op_threads=1, local_stream=local_stream)
     if groups:
-        run = replace(run, actor_env_groups=groups)
+        run = replace_flat(run, actor_env_groups=groups)
     if idle:
-        run = replace(run, batch_size=1_000_000, unroll_queue_size=1_000_000)
+        run = replace_flat(run, batch_size=1_000_000, unroll_queue_size=1_000_000)
     agent = replace(config.agent, network="mlp", mlp_sizes=(8,), lstm_size=0, use_reward_and_action=False)
     return replace(config, env=replace(config.env, name=args.game), run=run, agent=agent)
 

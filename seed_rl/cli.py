@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 from absl import flags
 
-from seed_rl.config import AUTH_TOKEN_ENV, RUN_SECTIONS, Config, EnvConfig, replace
+from seed_rl.config import AUTH_TOKEN_ENV, RUN_SECTIONS, Config, EnvConfig, replace, replace_flat
 from seed_rl.configs import resolve
 from seed_rl.configs.resolve import resolve_config
 
@@ -104,7 +104,7 @@ def _help(command: str, rest: Sequence[str] = ()) -> str:
             config, network_line = fitted.config, fitted.network_line
         except Exception as e:  # whatever creating a user's env raises, --help still lists the flags
             network_line = f"network: the preset's (the env's observation spec, which may change it, is unknown: {e})"
-        values = {name: resolve.config_value(config, section, f.name) for name, section, f, _ in fields}
+        values = resolve.config_values(config, fields)
         helps = resolve.agent_help(config)
         lines += [f"values: preset {preset} ({config.agent_name} on {config.env.family}:{config.env.name}) with the "
                   "flags given; pass --preset, --env or --agent before --help to see another", f"  {network_line}",
@@ -112,7 +112,8 @@ def _help(command: str, rest: Sequence[str] = ()) -> str:
     run_section = {name: section for section, names in RUN_SECTIONS.items() for name in names}
     sections: Dict[str, List[str]] = {s: [] for s in ("command", "run", "env", "agent", *RUN_SECTIONS)}
     hidden = 0
-    for name, section, f, _ in fields:
+    for field in fields:
+        name, section = field.flag, field.section
         if values.get(name, None) is resolve.MISSING and not full:
             hidden += 1
             continue
@@ -124,7 +125,7 @@ def _help(command: str, rest: Sequence[str] = ()) -> str:
             value = values[name]
             shown = "not used by this agent or env family" if value is resolve.MISSING else f"value {value!r}"
             text = re.sub(r"; default .*\]$", f"; {shown}]", text)
-        group = run_section.get(f.name, "run") if section == "run" else "env" if section == "options" else section
+        group = run_section[name] if section == "run" else "env" if section == "options" else section
         sections[group].append(f"  --{name}: {text}")
     sections["command"] = [f"  --{name}: {fv[name].help}" for name in _COMMAND_FLAGS if name in fv]
     for section, rows in sections.items():
@@ -168,23 +169,23 @@ def main(argv: Sequence[str]) -> int:
     except ValueError as e:
         print(f"seed-rl {command}: {e}", file=sys.stderr)
         return 2
-    if not config.run.logdir:
-        config = replace(config, run=replace(config.run, logdir=_default_logdir(config)))
+    if not config.run.tracking.logdir:
+        config = replace(config, run=replace_flat(config.run, logdir=_default_logdir(config)))
     try:  # a run directory that cannot be one: one line before TensorFlow loads (the learner checks it again)
         from seed_rl.learner.resume import check_run_directory
 
-        check_run_directory(config.run.logdir)
+        check_run_directory(config.run.tracking.logdir)
     except ValueError as e:
         print(f"seed-rl {command}: {e}", file=sys.stderr)
         return 2
-    if not config.run.auth_token and os.environ.get(AUTH_TOKEN_ENV):
-        config = replace(config, run=replace(config.run, auth_token=os.environ[AUTH_TOKEN_ENV]))
+    if not config.run.transport.auth_token and os.environ.get(AUTH_TOKEN_ENV):
+        config = replace(config, run=replace_flat(config.run, auth_token=os.environ[AUTH_TOKEN_ENV]))
     try:  # unreadable TLS files: say so before building anything
         from seed_rl.transport import tls
 
-        tls.server_credentials(config.run.tls_cert_file, config.run.tls_key_file)
+        tls.server_credentials(config.run.transport.tls_cert_file, config.run.transport.tls_key_file)
         if command == "train":
-            tls.channel_credentials(config.run.tls_ca_file or config.run.tls_cert_file)
+            tls.channel_credentials(config.run.transport.tls_ca_file or config.run.transport.tls_cert_file)
     except ValueError as e:
         print(f"seed-rl {command}: {e}", file=sys.stderr)
         return 2
@@ -212,7 +213,8 @@ def main(argv: Sequence[str]) -> int:
         return 2
     from seed_rl.learner.gc_policy import tune_garbage_collector
 
-    tune_garbage_collector(config.run.gc_threshold)  # the learner is built: its model and modules leave the scans
+    # The learner is built: its model and modules leave the collector's scans.
+    tune_garbage_collector(config.run.devices.gc_threshold)
     from seed_rl.learner.training import SkippedUpdatesError
 
     if command == "train":
@@ -258,7 +260,7 @@ def _run_seeds(fv: flags.FlagValues, config: Config) -> int:
     if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
         print("seed-rl train: --seeds needs distinct seeds >= 0", file=sys.stderr)
         return 2
-    parent = config.run.logdir
+    parent = config.run.tracking.logdir
     try:  # one network for every seed: the spec's unless named, or the one a seed's run directory already holds
         fitted = resolve.fit_to_env(fv, config, [os.path.join(parent, f"seed_{seed}") for seed in seeds])
     except ValueError as e:
@@ -275,8 +277,8 @@ def _run_seeds(fv: flags.FlagValues, config: Config) -> int:
     run_dirs: Dict[str, str] = {}
     for seed in seeds:
         run_dir = os.path.join(parent, f"seed_{seed}")
-        seeded = replace(config, env=replace(config.env, seed=seed), run=replace(config.run, seed=seed,
-                                                                                 logdir=run_dir))
+        seeded = replace(config, env=replace(config.env, seed=seed), run=replace_flat(config.run, seed=seed,
+                                                                                      logdir=run_dir))
         if not fv["server_address"].present:
             seeded = on_free_loopback_port(seeded)
         print(f"seed-rl train: seed {seed} ({len(run_dirs) + 1} of {len(seeds)}) in {run_dir}", flush=True)
@@ -290,7 +292,7 @@ def _run_seeds(fv: flags.FlagValues, config: Config) -> int:
         except (MemoryError, ValueError) as e:
             print(f"seed-rl train: {e}", file=sys.stderr)
             return 2
-        tune_garbage_collector(seeded.run.gc_threshold)
+        tune_garbage_collector(seeded.run.devices.gc_threshold)
         try:
             local.run()
         except SkippedUpdatesError as e:  # this seed cannot train: say so in one line, go on with the others

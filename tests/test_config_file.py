@@ -8,7 +8,7 @@ import json
 import pytest
 
 from seed_rl import cli
-from seed_rl.config import replace
+from seed_rl.config import replace, replace_flat
 from seed_rl.configs import get_preset
 
 
@@ -20,13 +20,13 @@ def _resolve(*args: str):
 
 def test_a_runs_own_config_json_reproduces_its_config(tmp_path):
     original = get_preset("atari_vtrace_fast")
-    original = replace(original, run=replace(original.run, logdir="/somewhere/else", batch_size=6),
-                       agent=replace(original.agent, learning_rate=1e-3))
+    original = replace(original, run=replace_flat(original.run, logdir="/somewhere/else", batch_size=6),
+                       agent=replace_flat(original.agent, learning_rate=1e-3))
     path = tmp_path / "config.json"
     path.write_text(original.to_json())
     config = _resolve(f"--config={path}", "--logdir=/tmp/new")
     assert config.agent == original.agent and config.env == original.env
-    assert config.run == replace(original.run, logdir="/tmp/new")  # the file's logdir is not taken
+    assert config.run == replace_flat(original.run, logdir="/tmp/new")  # the file's logdir is not taken
 
 
 def test_a_partial_file_applies_over_the_preset_and_flags_over_the_file(tmp_path):
@@ -35,7 +35,7 @@ def test_a_partial_file_applies_over_the_preset_and_flags_over_the_file(tmp_path
                                 "run": {"batch_size": 8}, "env": {"name": "Breakout", "options": {"frame_stack": 2}}}))
     config = _resolve(f"--config={path}", "--entropy_cost=0.005")
     preset = get_preset("atari_vtrace_fast")
-    assert config.agent == replace(preset.agent, learning_rate=0.001, entropy_cost=0.005)
+    assert config.agent == replace_flat(preset.agent, learning_rate=0.001, entropy_cost=0.005)
     assert config.run.batch_size == 8 and config.run.unroll_length == preset.run.unroll_length
     assert config.env.name == "Breakout" and config.env.options.frame_stack == 2
     assert config.env.options.full_action_space == preset.env.options.full_action_space
@@ -47,7 +47,7 @@ def test_yaml_files_work_too(tmp_path):
     path.write_text("agent_name: r2d2\nenv:\n  family: classic\nagent:\n  learning_rate: 0.0005\n  mlp_sizes: [32]\n")
     config = _resolve(f"--config={path}")
     assert config.agent_name == "r2d2"
-    assert config.agent.learning_rate == 0.0005 and config.agent.mlp_sizes == (32,)
+    assert config.agent.optimizer.learning_rate == 0.0005 and config.agent.mlp_sizes == (32,)
 
 
 @pytest.mark.parametrize("content, message", [

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from seed_rl import agents as agents_lib
 from seed_rl import cli
-from seed_rl.config import replace
+from seed_rl.config import replace, replace_flat
 from seed_rl.configs import get_preset
 from seed_rl.envs import env_specs
 from seed_rl.evaluate import available_checkpoints, evaluate, load_agent
@@ -25,7 +25,7 @@ from seed_rl.learner.checkpoints import RunCheckpoint
 def _run_dir(tmp_path, agent_name: str, seed: int = 3) -> str:
     config = get_preset(f"classic_{agent_name}")
     logdir = str(tmp_path / agent_name)
-    config = replace(config, run=replace(config.run, logdir=logdir))
+    config = replace(config, run=replace_flat(config.run, logdir=logdir))
     os.makedirs(logdir)
     with open(os.path.join(logdir, "config.json"), "w") as f:
         f.write(config.to_json())

@@ -258,7 +258,7 @@ def test_the_service_is_headless_and_leads_to_the_port_the_learner_listens_on(ov
     assert ports.get(target, target) == port["port"]
     probe = container["readinessProbe"]["tcpSocket"]["port"]
     assert ports.get(probe, probe) == port["port"]
-    server_address = _learner_config(container["args"]).run.server_address
+    server_address = _learner_config(container["args"]).run.transport.server_address
     assert server_address == f"[::]:{port['port']}", "the learner must listen on every interface at the port"
 
 
@@ -279,7 +279,7 @@ def test_every_learner_flag_is_one_seed_rl_learner_knows_and_they_resolve_to_a_c
     # Parsing with the command's own flags fails on an unknown flag or a bad value; resolving fails on a preset
     # or an option that does not exist or does not apply.
     config = _learner_config(_container(_learner(overlay))["args"])
-    assert config.run.local_stream is False  # no actor runs in the learner's pod
+    assert config.run.transport.local_stream is False  # no actor runs in the learner's pod
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -304,7 +304,7 @@ def test_the_flag_checks_catch_an_unknown_flag_and_one_the_actors_would_never_ge
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_the_run_directory_is_on_the_learners_persistent_volume(overlay):
     learner = _learner(overlay)
-    logdir = _learner_config(_container(learner)["args"]).run.logdir
+    logdir = _learner_config(_container(learner)["args"]).run.tracking.logdir
     claims = {t["metadata"]["name"] for t in learner["spec"]["volumeClaimTemplates"]}
     mounts = [m for m in _container(learner)["volumeMounts"] if logdir.startswith(m["mountPath"].rstrip("/") + "/")]
     assert mounts and mounts[0]["name"] in claims, f"--logdir={logdir} is not on a volumeClaimTemplate"
@@ -376,8 +376,8 @@ def _mounted_secret_file(workload: dict, path: str) -> tuple[str, str]:
 def test_the_tls_overlays_flags_point_at_files_the_mounted_secret_provides():
     learner, job = _learner("tls"), _actors("tls")
     config = _learner_config(_container(learner)["args"])
-    assert _mounted_secret_file(learner, config.run.tls_cert_file) == ("seed-rl-tls", "tls.crt")
-    assert _mounted_secret_file(learner, config.run.tls_key_file) == ("seed-rl-tls", "tls.key")
+    assert _mounted_secret_file(learner, config.run.transport.tls_cert_file) == ("seed-rl-tls", "tls.crt")
+    assert _mounted_secret_file(learner, config.run.transport.tls_key_file) == ("seed-rl-tls", "tls.key")
     ca = _flags(_container(job)["args"])["tls_ca_file"]
     assert _mounted_secret_file(job, ca) == ("seed-rl-tls", "ca.crt")
     actor_keys = {i["key"] for v in _pod(job)["volumes"] if "secret" in v for i in v["secret"]["items"]}

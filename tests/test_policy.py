@@ -13,7 +13,7 @@ import tensorflow as tf
 
 import seed_rl
 from seed_rl import agents as agents_lib
-from seed_rl.config import replace
+from seed_rl.config import replace, replace_flat
 from seed_rl.configs import get_preset
 from seed_rl.envs import env_specs
 from seed_rl.evaluate import checkpoint_path, load_agent
@@ -32,7 +32,7 @@ def _run_dir(tmp_path, agent_name: str) -> str:
     else:
         agent = replace(config.agent, eval_epsilon=0.0)  # R2D2's eval policy is then its greedy policy
     logdir = str(tmp_path / agent_name)
-    config = replace(config, agent=agent, run=replace(config.run, logdir=logdir))
+    config = replace(config, agent=agent, run=replace_flat(config.run, logdir=logdir))
     os.makedirs(logdir)
     with open(os.path.join(logdir, "config.json"), "w") as f:
         f.write(config.to_json())

@@ -11,7 +11,7 @@ from seed_rl.agents.policy_gradient.config import AWRConfig, PPOConfig, VMPOConf
 from seed_rl.agents.r2d2.config import R2D2Config
 from seed_rl.agents.sac.config import SACConfig
 from seed_rl.agents.vtrace.config import VTraceConfig
-from seed_rl.config import Config, EnvConfig, RunConfig
+from seed_rl.config import Config, DevicesConfig, EnvConfig, OptimizerConfig, RunConfig, TrackingConfig
 from seed_rl.envs.atari import AtariOptions
 from seed_rl.envs.dmlab import DmLabOptions
 from seed_rl.envs.football import FootballOptions
@@ -29,16 +29,15 @@ def classic_vtrace() -> Config:
     """
     return Config(
         env=EnvConfig(family="classic", name="CartPole-v1", num_action_repeats=1),
-        run=RunConfig(
-            num_actors=2, env_batch_size=16, unroll_length=20, batch_size=16,
-            total_environment_frames=1_000_000, target_return=450.0, target_eval_episodes=10,
-            save_checkpoint_secs=120.0, summary_period_secs=5.0, tf_intra_op_threads=1),
+        run=RunConfig(num_actors=2, env_batch_size=16, unroll_length=20, batch_size=16,
+                      total_environment_frames=1_000_000, target_return=450.0, target_eval_episodes=10,
+                      tracking=TrackingConfig(save_checkpoint_secs=120.0, summary_period_secs=5.0),
+                      devices=DevicesConfig(tf_intra_op_threads=1)),
         agent_name="vtrace",
-        agent=VTraceConfig(
-            network="mlp", mlp_sizes=(64, 64), lstm_size=0, use_reward_and_action=False,
-            separate_value_network=True,
-            optimizer="adam", learning_rate=2e-3, lr_schedule="linear", adam_epsilon=1e-7,
-            entropy_cost=0.01, discounting=0.99, baseline_cost=0.5),
+        agent=VTraceConfig(network="mlp", mlp_sizes=(64, 64), lstm_size=0, use_reward_and_action=False,
+                           separate_value_network=True, entropy_cost=0.01, discounting=0.99, baseline_cost=0.5,
+                           optimizer=OptimizerConfig(kind="adam", learning_rate=2e-3, lr_schedule="linear",
+                                                     adam_epsilon=1e-7)),
     )
 
 
@@ -49,13 +48,13 @@ def classic_ppo() -> Config:
     classic_vtrace's actors, batch 16 unrolls (512 steps, 4 minibatches of 128)."""
     return Config(
         env=EnvConfig(family="classic", name="CartPole-v1", num_action_repeats=1),
-        run=RunConfig(
-            num_actors=2, env_batch_size=16, unroll_length=32, batch_size=16,
-            total_environment_frames=1_000_000, target_return=450.0, save_checkpoint_secs=120.0,
-            summary_period_secs=5.0, tf_intra_op_threads=1),
+        run=RunConfig(num_actors=2, env_batch_size=16, unroll_length=32, batch_size=16,
+                      total_environment_frames=1_000_000, target_return=450.0,
+                      tracking=TrackingConfig(save_checkpoint_secs=120.0, summary_period_secs=5.0),
+                      devices=DevicesConfig(tf_intra_op_threads=1)),
         agent_name="ppo",
-        agent=PPOConfig(network="mlp", mlp_sizes=(64, 64), separate_value_network=True, learning_rate=3e-4,
-                        epochs=4, minibatches=4),
+        agent=PPOConfig(network="mlp", mlp_sizes=(64, 64), separate_value_network=True, epochs=4, minibatches=4,
+                        optimizer=OptimizerConfig(learning_rate=3e-4, adam_epsilon=1e-5, clip_norm=0.5)),
     )
 
 
@@ -66,10 +65,11 @@ def atari_ppo() -> Config:
     return Config(
         env=_atari_env("Pong"),
         run=RunConfig(num_actors=4, env_batch_size=8, unroll_length=128, batch_size=32,
-                      total_environment_frames=200_000_000, save_checkpoint_secs=600.0),
+                      total_environment_frames=200_000_000, tracking=TrackingConfig(save_checkpoint_secs=600.0)),
         agent_name="ppo",
-        agent=PPOConfig(network="impala_shallow", lstm_size=0, epsilon=0.1, learning_rate=2.5e-4,
-                        lr_schedule="linear", epochs=3, minibatches=4, max_abs_reward=1.0),
+        agent=PPOConfig(network="impala_shallow", lstm_size=0, epsilon=0.1, epochs=3, minibatches=4, max_abs_reward=1.0,
+                        optimizer=OptimizerConfig(learning_rate=2.5e-4, lr_schedule="linear", adam_epsilon=1e-5,
+                                                  clip_norm=0.5)),
     )
 
 
@@ -86,12 +86,13 @@ def atari_vtrace() -> Config:
     return Config(
         env=_atari_env("Pong"),
         run=RunConfig(num_actors=4, env_batch_size=8, unroll_length=20, batch_size=32,
-                      total_environment_frames=200_000_000, save_checkpoint_secs=600.0),
+                      total_environment_frames=200_000_000, tracking=TrackingConfig(save_checkpoint_secs=600.0)),
         agent_name="vtrace",
-        agent=VTraceConfig(network="impala_deep", lstm_size=256, use_reward_and_action=True,
-                           optimizer="rmsprop", learning_rate=0.00031866995608948655, lr_schedule="linear",
-                           rms_decay=0.99, rms_momentum=0.0, rms_epsilon=0.1, entropy_cost=0.01,
-                           max_abs_reward=1.0, discounting=0.99),
+        agent=VTraceConfig(network="impala_deep", lstm_size=256, use_reward_and_action=True, entropy_cost=0.01,
+                           max_abs_reward=1.0, discounting=0.99,
+                           optimizer=OptimizerConfig(kind="rmsprop", learning_rate=0.00031866995608948655,
+                                                     lr_schedule="linear", rms_decay=0.99, rms_momentum=0.0,
+                                                     rms_epsilon=0.1)),
     )
 
 
@@ -99,12 +100,13 @@ def test_vtrace() -> Config:
     """Tiny V-trace config on a deterministic test env, for smoke tests."""
     return Config(
         env=EnvConfig(family="test", name="correct_action"),
-        run=RunConfig(num_actors=1, env_batch_size=2, unroll_length=5, batch_size=2,
-                      total_environment_frames=2_000, save_checkpoint_secs=3600.0, summary_period_secs=1.0,
-                      final_eval_episodes=0),  # smoke tests: no greedy evaluation at the end
+        # smoke tests: no greedy evaluation at the end
+        run=RunConfig(num_actors=1, env_batch_size=2, unroll_length=5, batch_size=2, total_environment_frames=2_000,
+                      final_eval_episodes=0,
+                      tracking=TrackingConfig(save_checkpoint_secs=3600.0, summary_period_secs=1.0)),
         agent_name="vtrace",
         agent=VTraceConfig(network="mlp", mlp_sizes=(16,), lstm_size=0, use_reward_and_action=False,
-                           optimizer="adam", learning_rate=1e-3, lr_schedule="constant"),
+                           optimizer=OptimizerConfig(kind="adam", learning_rate=1e-3, lr_schedule="constant")),
     )
 
 
@@ -131,11 +133,13 @@ def atari_vtrace_fast() -> Config:
         env=dataclasses.replace(env, options=dataclasses.replace(env.options, frame_stack=4,
                                                                  full_action_space=False)),
         run=RunConfig(num_actors=2, env_batch_size=8, unroll_length=20, batch_size=4, unroll_queue_size=16,
-                      total_environment_frames=50_000_000, save_checkpoint_secs=300.0, summary_period_secs=30.0),
+                      total_environment_frames=50_000_000,
+                      tracking=TrackingConfig(save_checkpoint_secs=300.0, summary_period_secs=30.0)),
         agent_name="vtrace",
-        agent=VTraceConfig(network="impala_shallow", lstm_size=0, use_reward_and_action=False,
-                           initializer="orthogonal", optimizer="adam", learning_rate=2.5e-4, adam_epsilon=1e-5,
-                           clip_norm=0.5, lr_schedule="constant", entropy_cost=0.01, max_abs_reward=1.0, discounting=0.99, baseline_cost=0.5),
+        agent=VTraceConfig(network="impala_shallow", lstm_size=0, use_reward_and_action=False, initializer="orthogonal",
+                           entropy_cost=0.01, max_abs_reward=1.0, discounting=0.99, baseline_cost=0.5,
+                           optimizer=OptimizerConfig(kind="adam", learning_rate=2.5e-4, adam_epsilon=1e-5,
+                                                     clip_norm=0.5, lr_schedule="constant")),
     )
 
 
@@ -154,7 +158,7 @@ def atari_r2d2() -> Config:
     return Config(
         env=_atari_env(),
         run=RunConfig(num_actors=4, env_batch_size=8, unroll_length=100, batch_size=64, unroll_queue_size=100,
-                      total_environment_frames=1_000_000_000, save_checkpoint_secs=1800.0),
+                      total_environment_frames=1_000_000_000, tracking=TrackingConfig(save_checkpoint_secs=1800.0)),
         agent_name="r2d2",
         agent=R2D2Config(),
     )
@@ -176,7 +180,8 @@ def atari_r2d2_fast() -> Config:
     return Config(
         env=dataclasses.replace(env, options=dataclasses.replace(env.options, full_action_space=False)),
         run=RunConfig(num_actors=2, env_batch_size=8, unroll_length=20, batch_size=8, unroll_queue_size=64,
-                      total_environment_frames=50_000_000, save_checkpoint_secs=300.0, summary_period_secs=30.0),
+                      total_environment_frames=50_000_000,
+                      tracking=TrackingConfig(save_checkpoint_secs=300.0, summary_period_secs=30.0)),
         agent_name="r2d2",
         agent=R2D2Config(torso="impala_shallow", burn_in=8, lstm_size=256, hidden_size=256, replay_buffer_size=4000,
                          replay_buffer_min_size=500, replay_ratio=4.0, discounting=0.99,
@@ -193,10 +198,10 @@ def atari_r2d2_gcp() -> Config:
         env=_atari_env(),
         run=RunConfig(num_actors=640, env_batch_size=1, inference_batch_size=32, unroll_length=80, batch_size=64,
                       num_eval_envs=30, unroll_queue_size=100, total_environment_frames=50_000_000_000,
-                      save_checkpoint_secs=1800.0),
+                      tracking=TrackingConfig(save_checkpoint_secs=1800.0)),
         agent_name="r2d2",
-        agent=R2D2Config(replay_buffer_size=100_000, replay_buffer_min_size=5000, replay_ratio=0.75,
-                         burn_in=40, learning_rate=1e-4, clip_norm=80.0),
+        agent=R2D2Config(replay_buffer_size=100_000, replay_buffer_min_size=5000, replay_ratio=0.75, burn_in=40,
+                         optimizer=OptimizerConfig(learning_rate=1e-4, adam_epsilon=1e-3, clip_norm=80.0)),
     )
 
 
@@ -209,12 +214,13 @@ def classic_r2d2() -> Config:
         env=EnvConfig(family="classic", name="CartPole-v1"),
         run=RunConfig(num_actors=2, env_batch_size=8, num_eval_envs=2, unroll_length=20, batch_size=32,
                       unroll_queue_size=64, total_environment_frames=1_000_000, target_return=450.0,
-                      save_checkpoint_secs=120.0, summary_period_secs=5.0, tf_intra_op_threads=1),
+                      tracking=TrackingConfig(save_checkpoint_secs=120.0, summary_period_secs=5.0),
+                      devices=DevicesConfig(tf_intra_op_threads=1)),
         agent_name="r2d2",
-        agent=R2D2Config(torso="mlp", mlp_sizes=(64,), stack_size=1, lstm_size=64, hidden_size=64, burn_in=4,
-                         n_steps=3, discounting=0.99, replay_buffer_size=2000, replay_buffer_min_size=100,
-                         replay_ratio=8.0, learning_rate=1e-3, adam_epsilon=1e-3, clip_norm=40.0,
-                         update_target_every_n_step=50, eval_epsilon=1e-3),
+        agent=R2D2Config(torso="mlp", mlp_sizes=(64,), stack_size=1, lstm_size=64, hidden_size=64, burn_in=4, n_steps=3,
+                         discounting=0.99, replay_buffer_size=2000, replay_buffer_min_size=100, replay_ratio=8.0,
+                         update_target_every_n_step=50, eval_epsilon=1e-3,
+                         optimizer=OptimizerConfig(learning_rate=1e-3, adam_epsilon=1e-3, clip_norm=40.0)),
     )
 
 
@@ -227,13 +233,14 @@ def classic_sac() -> Config:
     step, replay ratio 128 (one unroll inserted per update); 2 actors x 4 envs; training starts after 1,000."""
     return Config(
         env=EnvConfig(family="classic", name="Pendulum-v1", num_action_repeats=1),
-        run=RunConfig(
-            num_actors=2, env_batch_size=4, unroll_length=1, batch_size=128,
-            total_environment_frames=200_000, target_return=-300.0, save_checkpoint_secs=120.0,
-            summary_period_secs=5.0, tf_intra_op_threads=1),
+        run=RunConfig(num_actors=2, env_batch_size=4, unroll_length=1, batch_size=128, total_environment_frames=200_000,
+                      target_return=-300.0,
+                      tracking=TrackingConfig(save_checkpoint_secs=120.0, summary_period_secs=5.0),
+                      devices=DevicesConfig(tf_intra_op_threads=1)),
         agent_name="sac",
-        agent=SACConfig(mlp_sizes=(64, 64), learning_rate=1e-3, entropy_cost=1.0, target_entropy=-1.0,
-                        polyak=0.995, replay_buffer_size=100_000, replay_buffer_min_size=1000, replay_ratio=128.0),
+        agent=SACConfig(mlp_sizes=(64, 64), entropy_cost=1.0, target_entropy=-1.0, polyak=0.995,
+                        replay_buffer_size=100_000, replay_buffer_min_size=1000, replay_ratio=128.0,
+                        optimizer=OptimizerConfig(learning_rate=1e-3)),
     )
 
 
@@ -259,7 +266,7 @@ def mujoco_sac() -> Config:
     return Config(
         env=EnvConfig(family="mujoco", name="HalfCheetah-v5", num_action_repeats=1),
         run=RunConfig(num_actors=4, env_batch_size=8, unroll_length=1, batch_size=256,
-                      total_environment_frames=1_000_000_000, save_checkpoint_secs=1800.0),
+                      total_environment_frames=1_000_000_000, tracking=TrackingConfig(save_checkpoint_secs=1800.0)),
         agent_name="sac",
         agent=SACConfig(),
     )
@@ -296,15 +303,16 @@ def _mujoco_on_policy(agent_name: str, config_class) -> Config:
         # 256 envs in one batch); a step of 2048 transitions (128 unrolls), advantages computed once over them,
         # then 10 epochs of 32 shuffled minibatches of 64 single transitions (the original's default batch_mode
         # split), 2M frames.
-        run=RunConfig(num_actors=8, env_batch_size=32, unroll_length=16,
-                      batch_size=128, total_environment_frames=2_000_000, save_checkpoint_secs=600.0),
+        run=RunConfig(num_actors=8, env_batch_size=32, unroll_length=16, batch_size=128,
+                      total_environment_frames=2_000_000, tracking=TrackingConfig(save_checkpoint_secs=600.0)),
         agent_name=agent_name,
-        agent=config_class(
-            network="control_mlp", mlp_sizes=(64, 64), activation="tanh", std_independent_of_input=True,
-            normalize_observations=True, observation_clipping=10.0, reward_normalizer="popart",
-            entropy_cost=0.0, discounting=0.99, lambda_=0.95, epochs=10, minibatches=32, batch_mode="split",
-            learning_rate=3e-4, lr_schedule="linear", clip_norm=0.5, std_fn="safe_exp", min_std=1e-3,
-            std_for_zero_param=1.0, continuous_distribution="tanh", baseline_cost=1.0),
+        agent=config_class(network="control_mlp", mlp_sizes=(64, 64), activation="tanh", std_independent_of_input=True,
+                           normalize_observations=True, observation_clipping=10.0, reward_normalizer="popart",
+                           entropy_cost=0.0, discounting=0.99, lambda_=0.95, epochs=10, minibatches=32,
+                           batch_mode="split", std_fn="safe_exp", min_std=1e-3, std_for_zero_param=1.0,
+                           continuous_distribution="tanh", baseline_cost=1.0,
+                           optimizer=OptimizerConfig(learning_rate=3e-4, lr_schedule="linear", adam_epsilon=1e-5,
+                                                     clip_norm=0.5)),
     )
 
 
@@ -338,10 +346,10 @@ def mujoco_vtrace() -> Config:
     return Config(
         env=EnvConfig(family="mujoco", name="HalfCheetah-v5", num_action_repeats=1),
         run=RunConfig(num_actors=4, env_batch_size=8, unroll_length=32, batch_size=32,
-                      total_environment_frames=1_000_000_000, save_checkpoint_secs=600.0),
+                      total_environment_frames=1_000_000_000, tracking=TrackingConfig(save_checkpoint_secs=600.0)),
         agent_name="vtrace",
         agent=VTraceConfig(network="mlp", mlp_sizes=(64, 64), lstm_size=0, use_reward_and_action=False,
-                           optimizer="adam", learning_rate=3e-4, lr_schedule="constant"),
+                           optimizer=OptimizerConfig(kind="adam", learning_rate=3e-4, lr_schedule="constant")),
     )
 
 
@@ -363,12 +371,12 @@ def football_vtrace() -> Config:
     return Config(
         env=_football_env(),
         run=RunConfig(num_actors=4, env_batch_size=2, unroll_length=32, batch_size=32,
-                      total_environment_frames=500_000_000, save_checkpoint_secs=600.0),
+                      total_environment_frames=500_000_000, tracking=TrackingConfig(save_checkpoint_secs=600.0)),
         agent_name="vtrace",
-        agent=VTraceConfig(network="gfootball", lstm_size=0, use_reward_and_action=False, optimizer="adam",
-                           learning_rate=5.533923433816456e-05, lr_schedule="constant", adam_beta1=0.9,
-                           adam_epsilon=1e-7, entropy_cost=3.1948327487872845e-05, lambda_=0.9,
-                           discounting=0.997, baseline_cost=0.5),
+        agent=VTraceConfig(network="gfootball", lstm_size=0, use_reward_and_action=False,
+                           entropy_cost=3.1948327487872845e-05, lambda_=0.9, discounting=0.997, baseline_cost=0.5,
+                           optimizer=OptimizerConfig(kind="adam", learning_rate=5.533923433816456e-05,
+                                                     lr_schedule="constant", adam_beta1=0.9, adam_epsilon=1e-7)),
     )
 
 
@@ -379,7 +387,8 @@ def football_vtrace_checkpoints() -> Config:
     return dataclasses.replace(
         config, env=_football_env(reward_experiment="scoring,checkpoints"),
         agent=dataclasses.replace(config.agent, entropy_cost=0.0007330944745454107, lambda_=1.0,
-                                  learning_rate=0.00012542101122072784))
+                                  optimizer=dataclasses.replace(config.agent.optimizer,
+                                                                learning_rate=0.00012542101122072784)))
 
 
 def football_r2d2() -> Config:
@@ -390,7 +399,7 @@ def football_r2d2() -> Config:
     return Config(
         env=_football_env(),
         run=RunConfig(num_actors=4, env_batch_size=2, unroll_length=32, batch_size=32, unroll_queue_size=100,
-                      total_environment_frames=500_000_000, save_checkpoint_secs=1800.0),
+                      total_environment_frames=500_000_000, tracking=TrackingConfig(save_checkpoint_secs=1800.0)),
         agent_name="r2d2",
         agent=R2D2Config(stack_size=1, burn_in=16, discounting=0.997, replay_buffer_size=20_000,
                          replay_buffer_min_size=500),
@@ -424,12 +433,14 @@ def dmlab_vtrace(level: str = "explore_goal_locations_small") -> Config:
     return Config(
         env=EnvConfig(family="dmlab", name=level, num_action_repeats=4, options=DmLabOptions()),
         run=RunConfig(num_actors=4, env_batch_size=2, unroll_length=100, batch_size=32, inference_batch_size=0,
-                      total_environment_frames=10_000_000_000, save_checkpoint_secs=600.0),
+                      total_environment_frames=10_000_000_000, tracking=TrackingConfig(save_checkpoint_secs=600.0)),
         agent_name="vtrace",
-        agent=VTraceConfig(network="impala_deep", lstm_size=256, use_reward_and_action=True, optimizer="adam",
-                           adam_beta1=0.0, lr_schedule="linear", max_abs_reward=1.0, discounting=0.99,
-                           baseline_cost=0.5, entropy_cost=tuned["entropy_cost"], lambda_=tuned["lambda_"],
-                           learning_rate=tuned["learning_rate"], adam_epsilon=tuned["adam_epsilon"]),
+        agent=VTraceConfig(network="impala_deep", lstm_size=256, use_reward_and_action=True, max_abs_reward=1.0,
+                           discounting=0.99, baseline_cost=0.5, entropy_cost=tuned["entropy_cost"],
+                           lambda_=tuned["lambda_"],
+                           optimizer=OptimizerConfig(kind="adam", adam_beta1=0.0, lr_schedule="linear",
+                                                     learning_rate=tuned["learning_rate"],
+                                                     adam_epsilon=tuned["adam_epsilon"])),
     )
 
 
@@ -444,9 +455,11 @@ def football_vtrace_fast() -> Config:
     return Config(
         env=_football_env("academy_empty_goal_close"),
         run=RunConfig(num_actors=2, env_batch_size=4, unroll_length=32, batch_size=8, unroll_queue_size=16,
-                      total_environment_frames=50_000_000, save_checkpoint_secs=300.0, summary_period_secs=30.0),
+                      total_environment_frames=50_000_000,
+                      tracking=TrackingConfig(save_checkpoint_secs=300.0, summary_period_secs=30.0)),
         agent_name="vtrace",
-        agent=VTraceConfig(network="impala_shallow", lstm_size=0, use_reward_and_action=False, optimizer="adam",
-                           learning_rate=0.00048, lr_schedule="constant", adam_epsilon=1e-7, entropy_cost=0.01,
-                           discounting=0.993, baseline_cost=0.5, lambda_=1.0),
+        agent=VTraceConfig(network="impala_shallow", lstm_size=0, use_reward_and_action=False, entropy_cost=0.01,
+                           discounting=0.993, baseline_cost=0.5, lambda_=1.0,
+                           optimizer=OptimizerConfig(kind="adam", learning_rate=0.00048, lr_schedule="constant",
+                                                     adam_epsilon=1e-7)),
     )

@@ -25,15 +25,39 @@ from absl import flags
 
 from seed_rl import agents as agents_lib
 from seed_rl import envs as envs_lib
-from seed_rl.config import Config, EnvConfig, RunConfig, replace
+from seed_rl.config import (
+    Config,
+    EnvConfig,
+    RunConfig,
+    flat_dict,
+    flat_fields,
+    flat_values,
+    help_of,
+    replace,
+    replace_flat,
+)
 from seed_rl.configs import defaults
 from seed_rl.types import ArraySpec, ObservationSpec
 
-__all__ = ["MISSING", "Field", "FittedRun", "agent_help", "config_value", "fit_to_env", "flag_values",
+__all__ = ["MISSING", "Field", "FittedRun", "agent_help", "config_values", "fit_to_env", "flag_values",
            "learner_config", "network_named_by", "resolve_config"]
 
-Field = Tuple[str, str, dataclasses.Field, Any]
-"""(flag name, section, field, type) of one configurable field; section is env, run, agent or options."""
+
+
+class Field(NamedTuple):
+    """One configurable field and its flag."""
+
+    flag: str
+    section: str
+    """The part of the config it sets: env, run, agent or options (an env family's option)."""
+    key: str
+    """Its name in that part: the flag for run and agent (set by flag name, through their sections: `replace_flat`),
+    the field's name for env and options."""
+    type: Any
+    default: Any
+    """The default ``--help`` shows when no config resolves: the first registered agent's, for an agent field."""
+    help: str
+
 
 # Flag name -> (section, field). Environment fields get readable names; `--game` is an alias of `--env_name`.
 # `--seed` sets both seeds; the family's options have flags of their own (section "options").
@@ -57,27 +81,39 @@ def option_names(family: envs_lib.EnvFamily) -> List[str]:
 
 
 def collect_fields() -> List[Field]:
-    """(flag name, section, field, type) for every configurable field, agents and env families included.
+    """Every configurable field with its flag, agents and env families included.
 
-    An option that several families have is one flag (they must agree on its type). An option named like
-    another flag is a ValueError: the family must rename it.
+    A field several agents have (``learning_rate``) is one flag; its default and help are the first registered
+    agent's (``--help`` shows the chosen agent's: `agent_help`). An option that several families have is one flag
+    (they must agree on its type). An option named like another flag is a ValueError: the family must rename it.
     """
     out = []
     for f in dataclasses.fields(EnvConfig):
         name = _ENV_FLAG_NAMES.get(f.name, f.name)
         if name:
-            out.append((name, "env", f, _type_of(EnvConfig, f.name)))
-    for f in dataclasses.fields(RunConfig):
-        out.append((f.name, "run", f, _type_of(RunConfig, f.name)))
-    seen = {name for name, *_ in out}
+            out.append(Field(name, "env", f.name, _type_of(EnvConfig, f.name), f.default, _help(f)))
+    out += _flat_fields_of(RunConfig, "run", set())
+    seen = {field.flag for field in out}
     for agent in agents_lib.agent_names():
-        cls = agents_lib.config_class(agent)
-        for f in dataclasses.fields(cls):
-            if f.name in seen:
-                continue
-            seen.add(f.name)
-            out.append((f.name, "agent", f, _type_of(cls, f.name)))
-    taken = seen | {"seed", *_OTHER_FLAGS}
+        out += _flat_fields_of(agents_lib.config_class(agent), "agent", seen)
+    return out + _option_fields(seen | {"seed", *_OTHER_FLAGS})
+
+
+def _help(f: dataclasses.Field) -> str:
+    return str(f.metadata.get("help", ""))
+
+
+def _flat_fields_of(cls: type, section: str, seen: set) -> List[Field]:
+    """The fields of ``cls`` and its sections by flag name, but those in ``seen``, which gains them."""
+    defaults = flat_values(cls())
+    out = [Field(flag, section, flag, leaf.type, defaults[flag], help_of(cls, flag))
+           for flag, leaf in flat_fields(cls).items() if flag not in seen]
+    seen.update(field.flag for field in out)
+    return out
+
+
+def _option_fields(taken: set) -> List[Field]:
+    out = []
     options: Dict[str, Tuple[str, Any]] = {}
     for family_name in envs_lib.family_names():
         options_cls = envs_lib.get_family(family_name).options
@@ -93,7 +129,7 @@ def collect_fields() -> List[Field]:
                                      f"{options[f.name][1]} in family {options[f.name][0]!r}")
                 continue
             options[f.name] = (family_name, typ)
-            out.append((f.name, "options", f, typ))
+            out.append(Field(f.name, "options", f.name, typ, f.default, _help(f)))
     return out
 
 
@@ -121,15 +157,15 @@ def flag_values(command: str) -> Tuple[flags.FlagValues, List[Field]]:
         raise ValueError(f"only train and learner resolve a config, not {command}")
     fv = flags.FlagValues()
     fields = collect_fields()
-    for name, section, f, typ in fields:
-        default = f.default if f.default is not dataclasses.MISSING else None
-        help_text = str(f.metadata.get("help", ""))
-        if section == "env" and f.name == "family":
+    for field in fields:
+        default = field.default if field.default is not dataclasses.MISSING else None
+        help_text, section = field.help, field.section
+        if section == "env" and field.key == "family":
             help_text += " Registered: " + "; ".join(
                 f"{family} ({envs_lib.get_family(family).description})" for family in envs_lib.family_names())
         if section == "options":
-            section = f"env option of {', '.join(families_with_option(name))}"
-        _define(fv, name, typ, f"{help_text} [{section}; default {default!r}]")
+            section = f"env option of {', '.join(families_with_option(field.flag))}"
+        _define(fv, field.flag, field.type, f"{help_text} [{section}; default {default!r}]")
     flags.DEFINE_string("game", None, "Alias of --env_name, for families whose envs are games (e.g. Pong).",
                         flag_values=fv)
     flags.DEFINE_string("agent", None, f"Agent: one of {', '.join(agents_lib.agent_names())} [default vtrace].",
@@ -187,10 +223,12 @@ def resolve_config(fv: flags.FlagValues, fields: Sequence[Field]) -> Config:
     if file_config.get("agent_name", config.agent_name) != config.agent_name:
         raise ValueError(f"--config names agent {file_config['agent_name']!r} but preset {preset} is "
                          f"{config.agent_name!r}: give --agent or a preset of that agent")
+    # A file's run and agent sections by flag name, in the nested layout or the flat one of older config.json files.
     changes: Dict[str, Dict[str, Any]] = {
         "env": {k: v for k, v in file_env.items() if k != "options"},
-        "run": {k: v for k, v in (file_config.get("run") or {}).items() if k not in _FILE_IGNORED_RUN_FIELDS},
-        "agent": dict(file_config.get("agent") or {}),
+        "run": {k: v for k, v in flat_dict(RunConfig, file_config.get("run") or {}).items()
+                if k not in _FILE_IGNORED_RUN_FIELDS},
+        "agent": flat_dict(type(config.agent), file_config.get("agent") or {}),
         "options": dict(file_env.get("options") or {}),
     }
     for given in changes.values():
@@ -198,22 +236,21 @@ def resolve_config(fv: flags.FlagValues, fields: Sequence[Field]) -> Config:
             if isinstance(value, list):
                 given[key] = tuple(value)
     _check_file_keys(str(fv["config"].value), changes)
-    for name, section, f, typ in fields:
-        if fv[name].present:
-            changes[section][f.name] = _convert(fv[name].value, typ)
+    for field in fields:
+        if fv[field.flag].present:
+            changes[field.section][field.key] = _convert(fv[field.flag].value, field.type)
     if fv["game"].present:
         changes["env"]["name"] = fv["game"].value
     if fv["seed"].present:
         changes["env"]["seed"] = fv["seed"].value
     agent_cfg = config.agent
-    known = {f.name for f in dataclasses.fields(agent_cfg)}
-    unknown = set(changes["agent"]) - known
+    unknown = set(changes["agent"]) - set(flat_fields(type(agent_cfg)))
     if unknown:
         raise ValueError(f"flag(s) or --config field(s) {sorted(unknown)} do not apply to the {agent} agent (they "
                          f"are fields of {_owners(unknown)})")
     env = _resolve_env(config.env, changes["env"], changes["options"])
-    return Config(env=env, run=replace(config.run, **changes["run"]),
-                  agent_name=config.agent_name, agent=replace(agent_cfg, **changes["agent"]))
+    return Config(env=env, run=replace_flat(config.run, **changes["run"]),
+                  agent_name=config.agent_name, agent=replace_flat(agent_cfg, **changes["agent"]))
 
 
 _FILE_IGNORED_RUN_FIELDS = ("logdir", "server_address", "auth_token")
@@ -221,8 +258,8 @@ _FILE_IGNORED_RUN_FIELDS = ("logdir", "server_address", "auth_token")
 
 def _owners(names: set) -> str:
     """Which agents have the fields ``names``, for an error message."""
-    owners = {n: [a for a in agents_lib.agent_names()
-                  if n in {f.name for f in dataclasses.fields(agents_lib.config_class(a))}] for n in sorted(names)}
+    owners = {n: [a for a in agents_lib.agent_names() if n in flat_fields(agents_lib.config_class(a))]
+              for n in sorted(names)}
     return "; ".join(f"{n}: {', '.join(a)}" for n, a in owners.items())
 
 
@@ -231,9 +268,9 @@ def _check_file_keys(path: str, changes: Dict[str, Dict[str, Any]]) -> None:
     section's fields it may have meant; before the flags apply (whose names absl checks)."""
     import difflib
 
-    every_agent_field = {f.name for a in agents_lib.agent_names() for f in dataclasses.fields(agents_lib.config_class(a))}
+    every_agent_field = {n for a in agents_lib.agent_names() for n in flat_fields(agents_lib.config_class(a))}
     every_option = {n for family in envs_lib.family_names() for n in option_names(envs_lib.get_family(family))}
-    known = {"run": {f.name for f in dataclasses.fields(RunConfig)}, "agent": every_agent_field,
+    known = {"run": set(flat_fields(RunConfig)), "agent": every_agent_field,
              "env": {f.name for f in dataclasses.fields(EnvConfig)} - {"options"}, "options": every_option}
     for section, fields in known.items():
         unknown = sorted(set(changes[section]) - fields)
@@ -275,8 +312,9 @@ def network_named_by(fv: flags.FlagValues, config: Config) -> Optional[str]:
 
 def fit_to_env(fv: flags.FlagValues, config: Config, run_dirs: Sequence[str] = ()) -> FittedRun:
     """``config`` (resolved from ``fv``) with the network its env's observation spec calls for, unless somebody
-    named one (`network_named_by`) or a run directory in ``run_dirs`` (default ``config.run.logdir``) already holds
-    this run, whose network its config.json keeps: resuming never changes the network under a checkpoint.
+    named one (`network_named_by`) or a run directory in ``run_dirs`` (default ``config.run.tracking.logdir``)
+    already holds this run, whose network its config.json keeps: resuming never changes the network under a
+    checkpoint.
 
     Reads the env's specs (``seed_rl.envs.env_specs``: env 0 created and closed, or the family's ``spaces`` rule)
     only when the spec decides.
@@ -289,7 +327,7 @@ def fit_to_env(fv: flags.FlagValues, config: Config, run_dirs: Sequence[str] = (
     field = rule.field if rule is not None else "network"
     named_by = network_named_by(fv, config)
     if named_by is None:
-        recorded = _recorded_network(config, field, run_dirs or [config.run.logdir])
+        recorded = _recorded_network(config, field, run_dirs or [config.run.tracking.logdir])
         if recorded is not None:
             path, network = recorded
             config = replace(config, agent=replace(config.agent, **{field: network}))
@@ -394,17 +432,25 @@ def _resolve_env(preset_env: EnvConfig, env_changes: Dict[str, Any], option_chan
     return replace(env, options=options)
 
 
-def config_value(config: Config, section: str, name: str) -> Any:
-    """The value of field ``name`` of ``section`` (run, agent, env, options) in ``config``; ``MISSING`` when the
-    config has no such field (another agent's, another family's option)."""
-    holder = {"run": config.run, "agent": config.agent, "env": config.env, "options": config.env.options}[section]
-    return getattr(holder, name, MISSING)
+def config_values(config: Config, fields: Sequence[Field]) -> Dict[str, Any]:
+    """The value in ``config`` of each field by flag name; ``MISSING`` for a field the config does not have
+    (another agent's, another family's option)."""
+    values = {"run": flat_values(config.run), "agent": flat_values(config.agent), "env": _by_name(config.env),
+              "options": _by_name(config.env.options)}
+    return {field.flag: values[field.section].get(field.key, MISSING) for field in fields}
+
+
+def _by_name(obj: Any) -> Dict[str, Any]:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    return dict(obj or {})
 
 
 MISSING = object()
 
 
 def agent_help(config: Config) -> Dict[str, str]:
-    """The help text of every field of ``config``'s agent. A field several agents share (``learning_rate``) is one
-    flag whose help is the first registered agent's; this is the chosen agent's (its own provenance)."""
-    return {f.name: str(f.metadata.get("help", "")) for f in dataclasses.fields(config.agent)}
+    """The help text of every flag of ``config``'s agent. A field several agents share (``learning_rate``) is one
+    flag whose help is the first registered agent's; this is the chosen agent's, with the sources of its own
+    defaults (`seed_rl.config.help_of`)."""
+    return {flag: help_of(type(config.agent), flag) for flag in flat_fields(type(config.agent))}

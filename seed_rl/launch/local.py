@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Dict, List, Optional
 
-from seed_rl.config import AUTH_TOKEN_ENV, Config, replace
+from seed_rl.config import AUTH_TOKEN_ENV, Config, replace, replace_flat
 
 log = logging.getLogger("seed_rl.launch")
 
@@ -33,7 +33,7 @@ class LocalRun:
         reads them otherwise)."""
         from seed_rl.learner.learner import Learner  # TensorFlow only here, not at import of seed_rl.launch
 
-        host = config.run.server_address.rsplit(":", 1)[0] or "127.0.0.1"
+        host = config.run.transport.server_address.rsplit(":", 1)[0] or "127.0.0.1"
         if host in ("0.0.0.0", "[::]"):
             host = "127.0.0.1"
         self.config = config
@@ -68,16 +68,16 @@ class LocalRun:
         # The actor watches the launcher's pid and stops when the launcher is gone (even after SIGKILL).
         env = {**os.environ, LAUNCHER_PID_ENV: str(os.getpid())}
         env.pop(AUTH_TOKEN_ENV, None)
-        if self.config.run.auth_token:
-            env[AUTH_TOKEN_ENV] = self.config.run.auth_token
+        if self.config.run.transport.auth_token:
+            env[AUTH_TOKEN_ENV] = self.config.run.transport.auth_token
         return env
 
     def _actor_tls(self) -> tuple:
         """(roots, server name) the local actors verify a TLS learner with; ("", "") for a plaintext one."""
         run = self.config.run
-        if not run.tls_cert_file:
+        if not run.transport.tls_cert_file:
             return "", ""
-        return run.tls_ca_file or run.tls_cert_file, run.tls_server_name
+        return run.transport.tls_ca_file or run.transport.tls_cert_file, run.transport.tls_server_name
 
     def _start_actor(self, task: int) -> None:
         if self.actor_mode == "process":
@@ -89,7 +89,7 @@ class LocalRun:
             from seed_rl.actors.actor import Actor
 
             ca_file, server_name = self._actor_tls()
-            actor = Actor(self.address, task, auth_token=self.config.run.auth_token, tls_ca_file=ca_file,
+            actor = Actor(self.address, task, auth_token=self.config.run.transport.auth_token, tls_ca_file=ca_file,
                           tls_server_name=server_name)
             thread = threading.Thread(target=actor.run, name=f"actor-{task}", daemon=True)
             thread.start()
@@ -135,7 +135,7 @@ class LocalRun:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         if self.learner.finished and not self.interrupted and self.config.run.final_eval_episodes > 0:
-            self.final_eval = final_evaluation(self.config.run.logdir, self.config.run.final_eval_episodes,
+            self.final_eval = final_evaluation(self.config.run.tracking.logdir, self.config.run.final_eval_episodes,
                                                self.learner.episode_log)
 
     def summary(self) -> dict:
@@ -146,11 +146,11 @@ class LocalRun:
         learner = self.learner
         log_ = getattr(learner, "episode_log", None)
         evaluation = bool(self.config.run.num_eval_envs)
-        return {"logdir": self.config.run.logdir, "env_frames": int(learner.env_frames),
+        return {"logdir": self.config.run.tracking.logdir, "env_frames": int(learner.env_frames),
                 "finished": bool(learner.finished), "interrupted": bool(self.interrupted),
                 "episodes": log_.total if log_ else 0,
                 "mean_return_last_20": log_.mean_recent_return(evaluation) if log_ else float("nan"),
-                "best": read_best_record(self.config.run.logdir), "final_eval": self.final_eval}
+                "best": read_best_record(self.config.run.tracking.logdir), "final_eval": self.final_eval}
 
     def _on_signal(self, signum, frame) -> None:
         print(f"\nseed_rl launcher: received signal {signum}; stopping (a second Ctrl-C is not needed)",
@@ -186,7 +186,7 @@ class LocalRun:
 
 def on_free_loopback_port(config: Config) -> Config:
     """``config`` with the learner listening on a free loopback port (what a local run needs by default)."""
-    return replace(config, run=replace(config.run, server_address="127.0.0.1:0"))
+    return replace(config, run=replace_flat(config.run, server_address="127.0.0.1:0"))
 
 
 def _check_env_creatable(config: Config) -> None:
@@ -211,11 +211,12 @@ def train(config: Config, actor_mode: str = "process", status_stream=None, keep_
     """Trains locally (learner here, actors as processes or threads) and returns the finished run; its
     ``summary()`` says what it reached.
 
-    The learner binds a free loopback port unless ``keep_address`` (then ``config.run.server_address`` is used).
-    Without ``config.run.logdir`` the run gets a new dated directory under ``runs/`` (``default_logdir``).
+    The learner binds a free loopback port unless ``keep_address`` (then ``config.run.transport.server_address`` is
+    used). Without ``config.run.tracking.logdir`` the run gets a new dated directory under ``runs/``
+    (``default_logdir``).
     """
-    if not config.run.logdir:  # a fresh, dated run directory under runs/
-        config = replace(config, run=replace(config.run, logdir=default_logdir(config)))
+    if not config.run.tracking.logdir:  # a fresh, dated run directory under runs/
+        config = replace(config, run=replace_flat(config.run, logdir=default_logdir(config)))
     if not keep_address:
         config = on_free_loopback_port(config)
     run = LocalRun(config, actor_mode=actor_mode, status_stream=status_stream)

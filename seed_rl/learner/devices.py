@@ -243,10 +243,12 @@ class DeviceLayer:
 
 
 def from_run_config(run: Any) -> DeviceLayer:
-    """The device layer a ``RunConfig`` asks for (``strategy``, ``tpu``, ``inference_device``, ``jit_compile``,
-    ``precision``); the virtual CPU devices must already be configured (``configure_virtual_cpu_devices``)."""
-    return DeviceLayer(run.strategy, tpu=run.tpu, inference_device=run.inference_device,
-                       jit_compile=run.jit_compile, precision=run.precision)
+    """The device layer a ``RunConfig``'s devices section asks for (``strategy``, ``tpu``, ``inference_device``,
+    ``jit_compile``, ``precision``); the virtual CPU devices must already be configured
+    (``configure_virtual_cpu_devices``)."""
+    devices = run.devices
+    return DeviceLayer(devices.strategy, tpu=devices.tpu, inference_device=devices.inference_device,
+                       jit_compile=devices.jit_compile, precision=devices.precision)
 
 
 @contextlib.contextmanager

@@ -177,7 +177,7 @@ class InferenceStep(tf.Module):
     the tables, a call with refused rows has advanced the random ops the agent samples with like any other call.
     Without ``action_spec`` (a step built by hand, e.g. in a benchmark) only finiteness is checked.
 
-    ``fast_call`` (the learner's ``RunConfig.fast_inference_call``) picks how the compiled step is called: on, a
+    ``fast_call`` (the learner's ``DevicesConfig.fast_inference_call``) picks how the compiled step is called: on, a
     ``fast_call.FastCaller`` (the graph called through TensorFlow's internal flat entry point, under the
     single-threaded executor where ``fast_call.choose_executor`` allows it); off, the public ``tf.function`` call
     under the default executor. Both give the same outputs and table updates.

@@ -28,7 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from seed_rl import agents as agents_lib
-from seed_rl.config import ActorConfig, Config, replace
+from seed_rl.config import ActorConfig, Config, replace, replace_flat
 from seed_rl.learner import data as data_lib
 from seed_rl.learner import devices as devices_lib
 from seed_rl.learner import play as play_lib
@@ -51,6 +51,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("seed_rl.learner")
 
 REDACTED = "<redacted>"  # what config.json says instead of the auth token
+
+
+def public_config(config: Config) -> Config:
+    """``config`` as the run directory (often a shared bucket) and W&B get it: without the auth token."""
+    token = REDACTED if config.run.transport.auth_token else ""
+    return replace(config, run=replace_flat(config.run, auth_token=token))
+
+
 MAX_CONSECUTIVE_INFERENCE_FAILURES = 50
 """The learner stops (run() raises) after this many inference batches in a row failed."""
 BEST_CHECK_PERIOD_S = 0.2
@@ -92,11 +100,11 @@ class Learner:
     """Builds everything from a Config; ``run()`` trains until the frame budget is spent or ``stop()``."""
 
     def __init__(self, config: Config, observation_spec=None, action_spec=None, status_stream=None):
-        if not config.run.logdir:
-            raise ValueError("config.run.logdir must be set")
+        if not config.run.tracking.logdir:
+            raise ValueError("config.run.tracking.logdir must be set (--logdir)")
         self.config = config
         run = config.run
-        self._configure_tensorflow(run)
+        self._configure_tensorflow(run.devices)
         self.devices = devices_lib.from_run_config(run)
         """Which devices train and which one runs inference (``seed_rl/learner/devices.py``)."""
         if observation_spec is None or action_spec is None:
@@ -105,43 +113,41 @@ class Learner:
             observation_spec, action_spec = env_specs(config.env)
         self.observation_spec = observation_spec
         self.action_spec = action_spec
-        # The run directory (often a shared bucket) gets the config without the secret.
-        public_json = replace(config, run=replace(
-            run, auth_token=REDACTED if run.auth_token else "")).to_json()
+        public_json = public_config(config).to_json()
         # Nothing is written to the run directory before everything below is built: a config that cannot start,
         # or cannot resume this directory, leaves it as it was.
-        changes = resume_lib.resume_changes(run.logdir, public_json)
+        changes = resume_lib.resume_changes(run.tracking.logdir, public_json)
         self._build_agent()
         self._build_trainer(changes)
         self._build_data_path()
         self.server = self._build_server(ActorConfig.of(config).to_json())
 
         try:  # a port another process listens on: one line, before the run directory is written
-            refuse_busy_port(run.server_address)
+            refuse_busy_port(run.transport.server_address)
         except OSError as e:
             raise ValueError(str(e)) from None
-        if run.video_period_secs > 0:
+        if run.tracking.video_period_secs > 0:
             try:
                 play_lib.check_video_support()
             except ImportError as e:
                 raise ValueError(f"--video_period_secs: {e}") from None
-        os.makedirs(run.logdir, exist_ok=True)
-        with open(os.path.join(run.logdir, resume_lib.CONFIG_FILE), "w") as f:
+        os.makedirs(run.tracking.logdir, exist_ok=True)
+        with open(os.path.join(run.tracking.logdir, resume_lib.CONFIG_FILE), "w") as f:
             f.write(public_json)
-        resume_lib.record_changes(run.logdir, changes)
-        resume_lib.clear_finished(run.logdir)  # resuming it with a larger budget or target: it trains on
+        resume_lib.record_changes(run.tracking.logdir, changes)
+        resume_lib.clear_finished(run.tracking.logdir)  # resuming it with a larger budget or target: it trains on
         self._init_state(status_stream)
 
     @staticmethod
-    def _configure_tensorflow(run) -> None:
+    def _configure_tensorflow(devices) -> None:
         """Threads and (virtual) devices, before TensorFlow's runtime starts."""
-        if run.tf_intra_op_threads:
+        if devices.tf_intra_op_threads:
             try:
-                tf.config.threading.set_intra_op_parallelism_threads(run.tf_intra_op_threads)
+                tf.config.threading.set_intra_op_parallelism_threads(devices.tf_intra_op_threads)
             except RuntimeError:  # TensorFlow already initialised in this process (e.g. a notebook)
                 log.warning("tf_intra_op_threads=%d ignored: TensorFlow is already initialised",
-                            run.tf_intra_op_threads)
-        devices_lib.configure_virtual_cpu_devices(run.virtual_cpu_devices)
+                            devices.tf_intra_op_threads)
+        devices_lib.configure_virtual_cpu_devices(devices.virtual_cpu_devices)
 
     def _build_agent(self) -> None:
         """The agent (seeded, under the devices' strategy and dtype policy), and its schedule checked against the
@@ -172,13 +178,13 @@ class Learner:
         self.trainer = Trainer(self.agent, optimizer, self.policy_version, seed=run.seed, devices=self.devices)
         try:
             self.checkpoints = RunCheckpoint(
-                run.logdir, dict(optimizer=optimizer, train_steps=self.policy_version,
-                                 env_frames=self.env_frames_var, **self.agent.checkpoint_items()),
-                max_to_keep=run.keep_checkpoints)
+                run.tracking.logdir, dict(optimizer=optimizer, train_steps=self.policy_version,
+                                          env_frames=self.env_frames_var, **self.agent.checkpoint_items()),
+                max_to_keep=run.tracking.keep_checkpoints)
         except (ValueError, AssertionError, tf.errors.OpError) as e:  # shapes or variables that do not match
-            raise resume_lib.checkpoint_mismatch(run.logdir, changes, e) from e
+            raise resume_lib.checkpoint_mismatch(run.tracking.logdir, changes, e) from e
         self.restored_from: Optional[str] = self.checkpoints.restored_from
-        self.best = BestCheckpoint(run.logdir, self.checkpoints.checkpoint, self.checkpoints.items)
+        self.best = BestCheckpoint(run.tracking.logdir, self.checkpoints.checkpoint, self.checkpoints.items)
         self.env_frames = int(self.env_frames_var.numpy())
 
     def _build_data_path(self) -> None:
@@ -190,8 +196,8 @@ class Learner:
                 self.agent, self.observation_spec, self.num_envs, run.unroll_length,
                 self.config.env.num_action_repeats, self.policy_version,
                 num_overlapping_steps=self.agent.num_overlapping_steps, num_eval_envs=run.num_eval_envs,
-                fast_call=run.fast_inference_call, action_spec=self.action_spec,
-                device=self.devices.inference_device, jit_compile=run.jit_compile)
+                fast_call=run.devices.fast_inference_call, action_spec=self.action_spec,
+                device=self.devices.inference_device, jit_compile=run.devices.jit_compile)
         self.queue = UnrollQueue(run.resolved_unroll_queue_size)
         self.source = data_lib.build_source(self.feed, self.queue, self.inference.store, run.batch_size, run.seed)
         self.replay: Optional[replay_lib.PrioritizedReplay] = self.source.replay
@@ -203,16 +209,16 @@ class Learner:
     def _build_server(self, actor_json: str) -> InferenceServer:
         """The gRPC server (and the same-host stream) that feeds the inference step; it listens once started.
         Actors are sent ``actor_json``, their part of the config."""
-        run = self.config.run
+        run, transport = self.config.run, self.config.run.transport
         return InferenceServer(
-            run.server_address, self._handle, num_envs=self.num_envs, env_batch_size=run.env_batch_size,
+            transport.server_address, self._handle, num_envs=self.num_envs, env_batch_size=run.env_batch_size,
             observation_spec=self.observation_spec, action_spec=self.action_spec, config_json=actor_json,
             inference_batch_size=run.resolved_inference_batch_size, max_batch_wait_ms=run.max_batch_wait_ms,
-            wait_for_full_batch=run.wait_for_full_batch, auth_token=run.auth_token,
-            local_stream=run.local_stream, server_kind=run.resolved_grpc_server,
-            stream_idle_timeout_s=run.stream_idle_timeout_s, max_abs_reward=run.max_abs_reward,
-            max_abs_observation=run.max_abs_observation, max_refused_in_a_row=run.max_refused_in_a_row,
-            server_credentials=tls_lib.server_credentials(run.tls_cert_file, run.tls_key_file))
+            wait_for_full_batch=run.wait_for_full_batch, auth_token=transport.auth_token,
+            local_stream=transport.local_stream, server_kind=transport.resolved_grpc_server,
+            stream_idle_timeout_s=transport.stream_idle_timeout_s, max_abs_reward=transport.max_abs_reward,
+            max_abs_observation=transport.max_abs_observation, max_refused_in_a_row=transport.max_refused_in_a_row,
+            server_credentials=tls_lib.server_credentials(transport.tls_cert_file, transport.tls_key_file))
 
     def _init_state(self, status_stream) -> None:
         """What the running learner keeps: events, episodes, metrics, failures, counters, the status line."""
@@ -239,7 +245,7 @@ class Learner:
         self._episodes: collections.deque = collections.deque()
         self._metrics = summaries_lib.MetricAccumulator()
         self._train_error: Optional[BaseException] = None
-        self.skips = SkipTracker(run.max_skipped_updates, log)
+        self.skips = SkipTracker(run.devices.max_skipped_updates, log)
         """Updates the trainer's guard skipped (not finite), and the stop rule (``--max_skipped_updates``)."""
         self._inference_error: Optional[BaseException] = None
         self._inference_failures = 0  # consecutive failed inference batches
@@ -251,7 +257,7 @@ class Learner:
         self._last_checkpoint = time.monotonic()
         self._last_source_stats = time.monotonic()
         self.status = summaries_lib.StatusLine(status_stream)
-        self.tracker: Optional[WandbTracker] = None  # W&B, created in start() when run.wandb_project is set
+        self.tracker: Optional[WandbTracker] = None  # W&B, created in start() when run.tracking.wandb_project is set
         self.videos: Optional[play_lib.PeriodicVideo] = None  # --video_period_secs, started in start()
 
     # -- inference (batcher thread) ------------------------------------------------------------------------
@@ -332,7 +338,7 @@ class Learner:
                         metrics["replay/mean_priority"] = float(np.mean(result.priorities))
                     with self._lock:
                         self._metrics.add(metrics)
-                if time.monotonic() - self._last_checkpoint >= run.save_checkpoint_secs:
+                if time.monotonic() - self._last_checkpoint >= run.tracking.save_checkpoint_secs:
                     self.save_checkpoint()
         except QueueClosed:
             pass
@@ -390,22 +396,23 @@ class Learner:
     def start(self) -> int:
         """Starts serving and training; returns the bound port."""
         self.port = self.server.start()
-        self.episode_log = summaries_lib.EpisodeLog(self.config.run.logdir)
-        self.writer = summaries_lib.SummaryWriter(self.config.run.logdir)
+        self.episode_log = summaries_lib.EpisodeLog(self.config.run.tracking.logdir)
+        self.writer = summaries_lib.SummaryWriter(self.config.run.tracking.logdir)
         self.writer.text("learner/devices", self.devices.describe(), step=self.env_frames)
         run = self.config.run
-        if run.wandb_project:
-            public = replace(self.config, run=replace(run, auth_token=REDACTED if run.auth_token else ""))
-            self.tracker = WandbTracker(run.logdir, run.wandb_project, json.loads(public.to_json()),
-                                        entity=run.wandb_entity, mode=run.wandb_mode)
+        if run.tracking.wandb_project:
+            tracking = run.tracking
+            self.tracker = WandbTracker(tracking.logdir, tracking.wandb_project,
+                                        json.loads(public_config(self.config).to_json()),
+                                        entity=tracking.wandb_entity, mode=tracking.wandb_mode)
         self._train_thread = threading.Thread(target=self._train_loop, name="training", daemon=True)
         self._train_thread.start()
-        if run.video_period_secs > 0:
+        if run.tracking.video_period_secs > 0:
             from seed_rl.envs import create_environment
 
             self.videos = play_lib.PeriodicVideo(
                 self.agent, lambda: create_environment(self.config.env, VIDEO_ENV_ID),
-                os.path.join(run.logdir, "videos"), run.video_period_secs, lambda: self.env_frames,
+                os.path.join(run.tracking.logdir, "videos"), run.tracking.video_period_secs, lambda: self.env_frames,
                 self.config.env.num_action_repeats)
             self.videos.start()
         return self.port
@@ -420,8 +427,9 @@ class Learner:
             self.start()
         resumed = f", resumed from {self.restored_from}" if self.restored_from else ""
         print(f"seed_rl learner: {self.config.agent_name} on {self.config.env.family}:{self.config.env.name}, "
-              f"{self.num_envs} envs, listening on port {self.port} of {run.server_address.rsplit(':', 1)[0]} "
-              f"({self.server.server_kind} gRPC server), run directory {run.logdir}{resumed}",
+              f"{self.num_envs} envs, listening on port {self.port} of "
+              f"{run.transport.server_address.rsplit(':', 1)[0]} "
+              f"({self.server.server_kind} gRPC server), run directory {run.tracking.logdir}{resumed}",
               flush=True)
         print(f"seed_rl learner: devices: {self.devices.describe()}", flush=True)
         frame_rate = summaries_lib.RateMeter(self.env_frames)
@@ -433,7 +441,7 @@ class Learner:
             while not self._done.is_set():
                 # Woken as episodes end (at most BEST_CHECK_PERIOD_S apart): the target and the best checkpoint
                 # read the window the moment its episodes arrive, and the best saves the weights of that moment.
-                self._episodes_arrived.wait(timeout=min(1.0, run.summary_period_secs))
+                self._episodes_arrived.wait(timeout=min(1.0, run.tracking.summary_period_secs))
                 self._episodes_arrived.clear()
                 if self._stop.is_set() or (stop_event is not None and stop_event.is_set()):
                     break
@@ -442,7 +450,7 @@ class Learner:
                     if self._target_reached() and self._target_confirmed():
                         finished, reason = True, "target"
                         break
-                if time.monotonic() - last_summary >= run.summary_period_secs:
+                if time.monotonic() - last_summary >= run.tracking.summary_period_secs:
                     last_summary = time.monotonic()
                     self._write_summaries(frame_rate, step_rate)
                 self._done.wait(BEST_CHECK_PERIOD_S)
@@ -454,8 +462,8 @@ class Learner:
             self.finished = finished
             self._shutdown(finished=finished)
             if finished:  # a rerun of the same command says so instead of starting again
-                resume_lib.record_finished(run.logdir, self.env_frames, reason, run.total_environment_frames,
-                                           run.target_return)
+                resume_lib.record_finished(run.tracking.logdir, self.env_frames, reason,
+                                           run.total_environment_frames, run.target_return)
         if isinstance(self._train_error, SkippedUpdatesError):
             raise self._train_error  # its one line is the whole story (the CLI prints it alone)
         if self._train_error is not None:
@@ -628,7 +636,7 @@ class Learner:
                   f"{best['mean_return']:.2f} over {best['episodes']} consecutive {kind} at "
                   f"{best['env_frames']:,d} frames{greedy} (seed-rl eval --checkpoint=best)", flush=True)
         try:
-            export_saved_model(self.agent, os.path.join(self.config.run.logdir, "saved_model"),
+            export_saved_model(self.agent, os.path.join(self.config.run.tracking.logdir, "saved_model"),
                                self.observation_spec)
         except Exception as e:  # never lose the checkpoint because the export failed
             log.warning("SavedModel export failed: %s", e)
@@ -636,7 +644,7 @@ class Learner:
             self._greedy_play[1].close()
         self.episode_log.close()
         self.writer.close()
-        png = summaries_lib.plot_learning_curve(self.config.run.logdir)
+        png = summaries_lib.plot_learning_curve(self.config.run.tracking.logdir)
         if png:
             print(f"seed_rl learner: learning curve written to {png}", flush=True)
         if self.tracker is not None:

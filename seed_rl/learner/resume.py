@@ -14,7 +14,10 @@ import logging
 import os
 import tempfile
 import time
-from typing import Any, List, NamedTuple
+from typing import Any, List, NamedTuple, Optional
+
+from seed_rl import agents as agents_lib
+from seed_rl.config import RunConfig, flat_dict, flat_values, to_dict
 
 __all__ = ["CHANGES_FILE", "FINISHED_FILE", "ConfigChange", "ResumeError", "RunFinishedError", "check_run_directory",
            "check_not_finished", "clear_finished", "config_changes", "record_changes", "record_finished", "resume_changes"]
@@ -27,7 +30,8 @@ FINISHED_FILE = "finished.json"
 """Written when training finishes (budget spent or target reached): the frames and why; removed when a run that
 may train on (a larger budget) resumes."""
 _IGNORED = {"run.logdir", "run.server_address", "run.auth_token"}
-"""Fields that say where and how this process serves, not what it trains (``seed-rl train`` picks a free port)."""
+"""Fields (by flag name) that say where and how this process serves, not what it trains (``seed-rl train`` picks a
+free port)."""
 _BLOCKING = ("agent_name", "env.family", "env.name")
 
 
@@ -57,9 +61,28 @@ def _flatten(value: Any, prefix: str = "") -> dict:
     return {prefix.rstrip("."): value}
 
 
+def _by_flag(config_json: str) -> dict:
+    """A config.json with its run and agent sections by flag name and the fields it lacks at their defaults, so
+    that the layouts of every version compare alike: run fields in sections or not, optimizer fields in
+    ``agent.optimizer`` or among the agent's, fields added since. An agent nobody registered stays as written."""
+    d = json.loads(config_json)
+    for key, cls in (("run", RunConfig), ("agent", _agent_class(d.get("agent_name")))):
+        if cls is not None and isinstance(d.get(key), dict):
+            d[key] = {**to_dict(flat_values(cls())), **flat_dict(cls, d[key])}
+    return d
+
+
+def _agent_class(name: Any) -> Optional[type]:
+    try:
+        return agents_lib.config_class(str(name))
+    except ValueError:
+        return None
+
+
 def config_changes(old_json: str, new_json: str) -> List[ConfigChange]:
-    """The fields (dotted paths, e.g. ``agent.learning_rate``) whose values differ, sorted."""
-    old, new = _flatten(json.loads(old_json)), _flatten(json.loads(new_json))
+    """The fields whose values differ, sorted: dotted paths with run and agent fields by flag name
+    (``agent.learning_rate``, ``run.strategy``), whichever layout either config.json was written in."""
+    old, new = _flatten(_by_flag(old_json)), _flatten(_by_flag(new_json))
     missing = object()
     changes = []
     for key in sorted(set(old) | set(new)):

@@ -1,6 +1,6 @@
 """Experiment tracking with Weights & Biases (optional: ``pip install 'seed_rl[wandb]'``).
 
-With ``RunConfig.wandb_project`` set, the learner logs to one W&B run per run directory: the config, the same
+With ``TrackingConfig.wandb_project`` set, the learner logs to one W&B run per run directory: the config, the same
 scalars as TensorBoard (every summary period) and every episode's return, all against ``env_frames`` (W&B's x-axis
 for them, so episodes and periodic scalars share one axis), and the learning curve as an image at the end. The W&B
 run id is kept in ``<logdir>/wandb_run_id``, so a resumed run continues the same W&B run. ``wandb_mode`` is W&B's

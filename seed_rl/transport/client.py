@@ -93,7 +93,7 @@ class HandshakeInfo(NamedTuple):
     env_id_end: int
     """End of this task's env ids (exclusive)."""
     config_json: str
-    """The learner's resolved configuration as JSON (seed_rl.config.Config.from_json)."""
+    """The actor's part of the learner's config as JSON (seed_rl.config.ActorConfig.from_json)."""
     observation_spec: ObservationSpec
     """The observation spec the learner checks every message against (batch dimension excluded)."""
     action_spec: ArraySpec

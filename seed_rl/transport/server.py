@@ -207,7 +207,7 @@ class InferenceServer:
       env_batch_size: envs per actor; task t owns ``[t * env_batch_size, (t + 1) * env_batch_size)``.
       observation_spec: an ArraySpec or a flat dict of them (batch dimension excluded).
       action_spec: the ArraySpec of one env's action, returned in the handshake.
-      config_json: the resolved configuration, returned in the handshake.
+      config_json: what the handshake returns to actors (the learner sends ``ActorConfig.of(config)``).
       inference_batch_size, max_batch_wait_ms, wait_for_full_batch: the batching rule (see the batcher).
       auth_token: when non-empty, actors must present it (handshake field and stream metadata).
       server_kind: "threads" or "aio" (see ``SERVER_KINDS``); the same contract either way. "aio" keeps the

@@ -26,7 +26,7 @@ from typing import Any, Optional
 import numpy as np
 import pytest
 
-from seed_rl.config import EnvConfig, replace
+from seed_rl.config import EnvConfig, replace, replace_flat
 from seed_rl.configs import get_preset
 from seed_rl.learner.learner import Learner
 from seed_rl.transport import InvalidRequestError, LearnerClient, RowsRefusedError
@@ -59,11 +59,11 @@ def _config(tmp_path, agent: str, **run: Any):
     unroll_length = 1 if agent == "sac" else 4
     return replace(
         config, env=env, agent=replace(config.agent, **agent_fields),
-        run=replace(config.run, logdir=str(tmp_path / "run"), num_actors=NUM_CLIENTS, env_batch_size=ENVS,
-                    num_eval_envs=0, server_address="127.0.0.1:0", inference_batch_size=NUM_CLIENTS * ENVS,
-                    max_batch_wait_ms=20.0, unroll_length=unroll_length, batch_size=8 if agent != "sac" else 16,
-                    unroll_queue_size=0, total_environment_frames=10**9, save_checkpoint_secs=10**6,
-                    summary_period_secs=0.5, max_skipped_updates=10**6, target_return=0.0, **run))
+        run=replace_flat(config.run, logdir=str(tmp_path / "run"), num_actors=NUM_CLIENTS, env_batch_size=ENVS,
+                         num_eval_envs=0, server_address="127.0.0.1:0", inference_batch_size=NUM_CLIENTS * ENVS,
+                         max_batch_wait_ms=20.0, unroll_length=unroll_length, batch_size=8 if agent != "sac" else 16,
+                         unroll_queue_size=0, total_environment_frames=10**9, save_checkpoint_secs=10**6,
+                         summary_period_secs=0.5, max_skipped_updates=10**6, target_return=0.0, **run))
 
 
 class _Recording:

@@ -51,7 +51,7 @@ def test_train_on_a_family_registered_from_python_with_actor_threads(tmp_path):
     logdir = str(tmp_path / "run")
     script = textwrap.dedent(f"""
         import dataclasses
-        from seed_rl.config import Config, EnvConfig, RunConfig, field, replace
+        from seed_rl.config import Config, EnvConfig, RunConfig, field, replace, replace_flat
         from seed_rl.configs import get_preset
         from seed_rl.envs import EnvFamily, register_family
         from seed_rl.envs.classic import CastObservation
@@ -69,9 +69,9 @@ def test_train_on_a_family_registered_from_python_with_actor_threads(tmp_path):
         preset = get_preset("classic_vtrace")
         config = Config(
             env=EnvConfig(family="corridor", name="-", options=CorridorOptions(length=5)),
-            run=replace(preset.run, logdir={logdir!r}, num_actors=1, env_batch_size=2, unroll_length=10,
-                        batch_size=4, total_environment_frames={FRAMES}, summary_period_secs=1.0,
-                        final_eval_episodes=0),
+            run=replace_flat(preset.run, logdir={logdir!r}, num_actors=1, env_batch_size=2, unroll_length=10,
+                             batch_size=4, total_environment_frames={FRAMES}, summary_period_secs=1.0,
+                             final_eval_episodes=0),
             agent_name="vtrace", agent=replace(preset.agent, mlp_sizes=(16,)))
         train(config, actor_mode="thread")
     """)

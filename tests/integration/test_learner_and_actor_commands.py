@@ -55,7 +55,7 @@ def test_separate_learner_and_actor_processes(tmp_path, transport):
     assert all(e.episode_steps == 4 for e in eps)
     if transport == "token_from_env":
         run = json.loads((tmp_path / "run" / "config.json").read_text())["run"]
-        assert run["auth_token"] == "<redacted>"  # the learner took it (and wrote no secret)
+        assert run["transport"]["auth_token"] == "<redacted>"  # the learner took it (and wrote no secret)
 
 
 def test_train_hands_the_auth_token_to_its_actors_outside_their_command_lines(tmp_path):

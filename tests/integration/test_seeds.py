@@ -26,7 +26,7 @@ def test_train_with_several_seeds_writes_each_run_and_the_combined_curve(tmp_pat
         with open(os.path.join(run_dir, "config.json")) as f:
             config = json.load(f)
         assert config["run"]["seed"] == seed and config["env"]["seed"] == seed
-        assert config["run"]["logdir"] == run_dir
+        assert config["run"]["tracking"]["logdir"] == run_dir
         assert os.path.exists(os.path.join(run_dir, "episodes.csv"))
     assert "seed 2 (2 of 2)" in proc.output()
     assert os.path.exists(os.path.join(logdir, "seeds_curve.png"))

@@ -204,8 +204,9 @@ def test_learner_and_actors_in_two_network_namespaces(tmp_path, two_hosts):
     assert {e.env_id for e in eps} == {0, 1, 2, 3}  # episodes from both actors' envs
     assert all(e.episode_steps == 4 for e in eps)
     run = json.loads((tmp_path / "run" / "config.json").read_text())["run"]
-    assert run["server_address"] == f"{LEARNER_IP}:{PORT}" and run["local_stream"] is False
-    assert run["auth_token"] == "<redacted>"
+    transport = run["transport"]
+    assert transport["server_address"] == f"{LEARNER_IP}:{PORT}" and transport["local_stream"] is False
+    assert transport["auth_token"] == "<redacted>"
     # The steps crossed the veth: its receive counter grew by far more than the learner's loopback's.
     veth = two_hosts.counter(two_hosts.learner_ns, two_hosts.learner_dev, "rx_bytes") - veth_before
     lo = two_hosts.counter(two_hosts.learner_ns, "lo", "rx_bytes") - lo_before

@@ -100,8 +100,8 @@ def test_the_learner_flags_of_a_spec_are_those_seed_rl_learner_resolves():
     spec = vertex.build_job_spec(_request(("atari", "r2d2"), extra_flags=("--learning_rate=2e-4",)))
     args = [a for a in _args(spec["workerPoolSpecs"][0])[1:] if not a.startswith("--actors_per_worker=")]
     config = learner_config(args)
-    assert config.agent.learning_rate == 2e-4 and config.run.num_actors == 640
-    assert config.env.name == "Pong" and config.run.local_stream is False
+    assert config.agent.optimizer.learning_rate == 2e-4 and config.run.num_actors == 640
+    assert config.env.name == "Pong" and config.run.transport.local_stream is False
 
 
 def test_an_env_family_seed_rl_lacks_says_so():
@@ -231,7 +231,7 @@ def test_the_replicas_of_a_job_started_as_vertex_ai_starts_them_train(tmp_path):
     eps = read_episodes(str(logdir / "episodes.csv"))
     assert {e.env_id for e in eps} == set(range(8))
     config = json.loads((logdir / "config.json").read_text())
-    assert config["run"]["num_actors"] == 2 and config["run"]["local_stream"] is False
+    assert config["run"]["num_actors"] == 2 and config["run"]["transport"]["local_stream"] is False
     assert "TOKEN" not in (logdir / "config.json").read_text()  # the run directory never holds the token
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from seed_rl.config import RunConfig
+from seed_rl.config import DevicesConfig
 from seed_rl.learner import devices as devices_lib
 from seed_rl.learner.training import Trainer
 from seed_rl.types import ReplayFeed
@@ -101,13 +101,13 @@ def test_running_statistics_of_two_replicas_are_the_whole_batchs(probe):
 # -- in this process (one CPU device) ------------------------------------------------------------------------------
 def test_unknown_strategy_and_precision_are_refused():
     with pytest.raises(ValueError, match="strategy must be one of auto, mirrored, tpu, got 'horovod'"):
-        RunConfig(strategy="horovod")
+        DevicesConfig(strategy="horovod")
     with pytest.raises(devices_lib.DeviceError, match="'horovod' is not a strategy; choose one of auto, mirrored"):
         devices_lib.DeviceLayer("horovod")
     with pytest.raises(ValueError, match="precision must be one of"):
-        RunConfig(precision="int8")
+        DevicesConfig(precision="int8")
     with pytest.raises(ValueError, match="needs strategy=tpu"):
-        RunConfig(tpu="my-tpu")
+        DevicesConfig(tpu="my-tpu")
 
 
 def test_tpu_needs_a_name():

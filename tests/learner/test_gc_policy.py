@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from seed_rl import cli
-from seed_rl.config import RunConfig
+from seed_rl.config import DevicesConfig
 
 
 def _run(code: str) -> dict:
@@ -60,9 +60,9 @@ def test_threshold_freeze_and_cycles():
 
 
 def test_config_default_and_refusal():
-    assert RunConfig().gc_threshold == 50_000
+    assert DevicesConfig().gc_threshold == 50_000
     with pytest.raises(ValueError, match="gc_threshold must be >= 0"):
-        RunConfig(gc_threshold=-1)
+        DevicesConfig(gc_threshold=-1)
     from seed_rl.learner.gc_policy import tune_garbage_collector
 
     with pytest.raises(ValueError, match="gc threshold must be >= 0"):
@@ -77,7 +77,7 @@ def test_train_command_tunes_the_collector_once_the_learner_is_built(monkeypatch
 
     class FakeRun:
         def __init__(self, config, actor_mode="process", **specs):
-            calls.append(("built", config.run.gc_threshold))
+            calls.append(("built", config.run.devices.gc_threshold))
 
         def run(self):
             calls.append(("run",))

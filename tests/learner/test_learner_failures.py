@@ -8,7 +8,7 @@ import threading
 import numpy as np
 import pytest
 
-from seed_rl.config import EnvConfig, replace
+from seed_rl.config import EnvConfig, replace, replace_flat
 from seed_rl.configs import get_preset
 from seed_rl.learner.learner import MAX_CONSECUTIVE_INFERENCE_FAILURES, Learner
 from seed_rl.transport import LearnerClient, TransportError
@@ -19,8 +19,8 @@ from seed_rl.types import EnvOutput, StepBatch
 def _config(tmp_path, **run):
     config = get_preset("classic_vtrace")
     return replace(config, env=EnvConfig(family="test", name="counting:length=4,num_actions=2"),
-                   run=replace(config.run, logdir=str(tmp_path / "run"), num_actors=1, env_batch_size=2,
-                               server_address="127.0.0.1:0", inference_batch_size=2, **run))
+                   run=replace_flat(config.run, logdir=str(tmp_path / "run"), num_actors=1, env_batch_size=2,
+                                    server_address="127.0.0.1:0", inference_batch_size=2, **run))
 
 
 def _step_batch():

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from seed_rl.config import RunConfig
+from seed_rl.config import DevicesConfig
 from seed_rl.learner import devices as devices_lib
 from seed_rl.learner.loss_scale import MAX_SCALE, DynamicLossScale
 from seed_rl.learner.training import Trainer
@@ -111,7 +111,7 @@ def test_a_step_whose_gradients_overflow_is_skipped_and_the_scale_halves():
 
 
 def test_float16_is_a_precision_the_config_takes():
-    assert RunConfig(precision="float16").precision == "float16"
+    assert DevicesConfig(precision="float16").precision == "float16"
     with pytest.raises(devices_lib.DeviceError, match="choose one of float32, bfloat16, float16"):
         devices_lib.DeviceLayer("auto", precision="float8")
 

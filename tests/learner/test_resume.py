@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from seed_rl.config import replace
+from seed_rl.config import replace, replace_flat
 from seed_rl.configs import get_preset
 from seed_rl.learner.learner import Learner
 from seed_rl.learner.resume import CHANGES_FILE, ConfigChange, ResumeError, config_changes
@@ -15,9 +15,9 @@ from seed_rl.learner.resume import CHANGES_FILE, ConfigChange, ResumeError, conf
 
 def _config(logdir: str, **agent):
     config = get_preset("classic_vtrace")
-    config = replace(config, run=replace(config.run, logdir=logdir, num_actors=1, env_batch_size=2,
-                                         server_address="127.0.0.1:0"),
-                     agent=replace(config.agent, **{"mlp_sizes": (8,), "lstm_size": 0, **agent}))
+    config = replace(config, run=replace_flat(config.run, logdir=logdir, num_actors=1, env_batch_size=2,
+                                              server_address="127.0.0.1:0"),
+                     agent=replace_flat(config.agent, **{"mlp_sizes": (8,), "lstm_size": 0, **agent}))
     return config
 
 
@@ -71,7 +71,7 @@ def test_a_change_that_can_resume_is_listed_and_recorded(tmp_path, caplog):
     logdir = str(tmp_path / "run")
     Learner(_config(logdir)).checkpoints.save(1)
     config = _config(logdir, learning_rate=1e-3)
-    config = replace(config, run=replace(config.run, total_environment_frames=123_456))
+    config = replace(config, run=replace_flat(config.run, total_environment_frames=123_456))
     with caplog.at_level("WARNING"):
         learner = Learner(config)
     assert learner.restored_from and learner.restored_from.endswith("ckpt-1")

@@ -12,7 +12,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from seed_rl.config import EnvConfig, replace
+from seed_rl.config import EnvConfig, replace, replace_flat
 from seed_rl.configs import get_preset
 from seed_rl.evaluate import checkpoint_path
 from seed_rl.launch.local import LocalRun, on_free_loopback_port
@@ -25,8 +25,8 @@ def _config(tmp_path, **run):
     config = get_preset("test_vtrace")
     return on_free_loopback_port(replace(
         config, env=EnvConfig(family="test", name="correct_action:length=10"),
-        run=replace(config.run, logdir=str(tmp_path / "run"), total_environment_frames=40_000, target_return=TARGET,
-                    **run)))
+        run=replace_flat(config.run, logdir=str(tmp_path / "run"), total_environment_frames=40_000,
+                         target_return=TARGET, **run)))
 
 
 def _weights(path: str) -> list:
@@ -42,7 +42,7 @@ def test_a_greedy_check_that_passes_stops_the_run_with_those_weights_as_final_an
     out = capsys.readouterr().out
     assert run.learner.finished, out
     assert "greedy evaluation of policy version" in out and "over 3 episodes" in out, out
-    logdir = run.config.run.logdir
+    logdir = run.config.run.tracking.logdir
     with open(os.path.join(logdir, "checkpoints", "best", "best.json")) as f:
         best = json.load(f)
     assert best["greedy_episodes"] == 3 and best["greedy_mean_return"] >= TARGET, best
@@ -75,7 +75,7 @@ def test_a_greedy_check_that_fails_trains_on_and_checks_again_after_a_new_window
     assert "played 0.0 greedily over 2 episodes, under the target; training on" in out, out
     assert checks[1][0] > checks[0][0], checks  # training went on between the checks
     assert checks[1][1] >= checks[0][1] + run.learner.episode_log.window, checks  # after a new window
-    with open(os.path.join(run.config.run.logdir, "checkpoints", "best", "best.json")) as f:
+    with open(os.path.join(run.config.run.tracking.logdir, "checkpoints", "best", "best.json")) as f:
         best = json.load(f)
     assert best["greedy_mean_return"] == 9.0 and best["checkpoint"] == checks[1][0], best
 
@@ -89,5 +89,5 @@ def test_without_the_flag_the_window_alone_stops_the_run(tmp_path, capsys, monke
     run.run()
     out = capsys.readouterr().out
     assert run.learner.finished and f"target return {TARGET} reached (mean of the last 20 episodes:" in out, out
-    with open(os.path.join(run.config.run.logdir, "checkpoints", "best", "best.json")) as f:
+    with open(os.path.join(run.config.run.tracking.logdir, "checkpoints", "best", "best.json")) as f:
         assert "greedy_mean_return" not in json.load(f)

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from seed_rl.config import replace
+from seed_rl.config import replace, replace_flat
 from seed_rl.configs import get_preset
 from seed_rl.launch.local import LocalRun, on_free_loopback_port
 from seed_rl.learner import play as play_lib
@@ -18,7 +18,7 @@ from seed_rl.learner import play as play_lib
 
 def _config(tmp_path, **run):
     config = get_preset("classic_vtrace")  # CartPole: rendered by pygame
-    return on_free_loopback_port(replace(config, run=replace(
+    return on_free_loopback_port(replace(config, run=replace_flat(
         config.run, logdir=str(tmp_path / "run"), num_actors=1, env_batch_size=4, total_environment_frames=12_000,
         target_return=0.0, final_eval_episodes=0, **run)))
 
@@ -30,7 +30,7 @@ def test_a_run_records_videos_of_its_live_weights_while_it_trains(tmp_path, caps
     run = LocalRun(_config(tmp_path, video_period_secs=2.0), actor_mode="thread", status_stream=io.StringIO())
     run.run()
     out = capsys.readouterr().out
-    video_dir = os.path.join(run.config.run.logdir, "videos")
+    video_dir = os.path.join(run.config.run.tracking.logdir, "videos")
     names = sorted(os.listdir(video_dir))
     assert names and all(re.fullmatch(r"train-\d{12}frames-episode-0\.mp4", n) for n in names), names
     assert f"{len(names)} training videos in {video_dir}" in out, out

@@ -5,7 +5,7 @@ import dataclasses
 import grpc
 import pytest
 
-from seed_rl.config import RunConfig
+from seed_rl.config import TransportConfig
 from seed_rl.transport import tls
 from tests.certs import self_signed_cert
 
@@ -39,7 +39,7 @@ def test_bad_tls_files_get_errors_that_name_the_setting(cert_files, tmp_path):
 
 
 def test_run_config_checks_the_tls_settings_together():
-    base = RunConfig()
+    base = TransportConfig()
     assert dataclasses.replace(base, tls_cert_file="c.pem", tls_key_file="k.pem").tls_cert_file == "c.pem"
     with pytest.raises(ValueError, match="both tls_cert_file and tls_key_file"):
         dataclasses.replace(base, tls_cert_file="c.pem")

@@ -177,7 +177,7 @@ class OnPolicyAgent:
         return items
 
     def make_optimizer(self, total_updates: int):
-        return make_optimizer(self.config, total_updates)
+        return make_optimizer(self.config.optimizer, total_updates)
 
     def agent_output_spec(self, batch_size=None):
         return AgentOutput(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from seed_rl.config import field
+from seed_rl.config import OptimizerConfig, field
 
 NETWORKS = ("mlp", "control_mlp", "impala_shallow", "impala_deep", "gfootball", "small_conv")
 POLICY_LOSSES = ("ppo", "awr", "vmpo", "pg", "vtrace")
@@ -66,11 +66,11 @@ class OnPolicyConfig:
                             "whole batch, then shuffled minibatches of single transitions; feed-forward networks) "
                             "or split_with_advantage_recomputation (split, advantages recomputed every epoch): the "
                             "original's four batch modes.")
-    # Optimizer.
-    learning_rate: float = field(3e-4, "Adam learning rate (mujoco/ppo_main.py: 3e-4).")
-    lr_schedule: str = field("constant", "constant, or linear (decay to 0 at the last update).")
-    adam_epsilon: float = field(1e-5, "Adam epsilon (OpenAI baselines' PPO).")
-    clip_norm: float = field(0.5, "Clip gradients by global norm (local_baseline_HalfCheetah: 0.5); 0 means none.")
+    optimizer: OptimizerConfig = field(
+        OptimizerConfig(kind="adam", learning_rate=3e-4, lr_schedule="constant", adam_epsilon=1e-5, clip_norm=0.5),
+        "Adam (mujoco/ppo_main.py).",
+        sources={"kind": "mujoco/ppo_main.py", "learning_rate": "mujoco/ppo_main.py: 3e-4",
+                 "adam_epsilon": "OpenAI baselines' PPO", "clip_norm": "local_baseline_HalfCheetah: 0.5"})
     # Network.
     network: str = field("mlp", "mlp (a torso shared by a policy and a value head, optionally a separate value "
                                 "torso), control_mlp (the original's ContinuousControlAgent: separate policy and "
@@ -105,7 +105,6 @@ class OnPolicyConfig:
                                      ("activation", self.activation, ACTIVATIONS),
                                      ("continuous_distribution", self.continuous_distribution, ("tanh", "clipped")),
                                      ("std_fn", self.std_fn, ("softplus", "safe_exp")),
-                                     ("lr_schedule", self.lr_schedule, ("constant", "linear")),
                                      ("batch_mode", self.batch_mode, BATCH_MODES)):
             if value not in choices:
                 raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")

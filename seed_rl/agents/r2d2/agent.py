@@ -137,8 +137,7 @@ class R2D2Agent:
                 "target_network": checkpoint_variables(self.target_network)}
 
     def make_optimizer(self, total_updates: int):
-        # a constant learning rate (main file): the config has no lr_schedule
-        return make_optimizer(self.config, total_updates)
+        return make_optimizer(self.config.optimizer, total_updates)
 
     def agent_output_spec(self, batch_size=None):
         return AgentOutput(action=tf.TensorSpec([batch_size], tf.int32),

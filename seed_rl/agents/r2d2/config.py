@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from seed_rl.config import field
+from seed_rl.config import OptimizerConfig, field
 
 TORSOS = ("nature", "impala_shallow", "mlp", "small_conv")
 
@@ -29,9 +29,11 @@ class R2D2Config:
     importance_sampling_exponent: float = field(0.6, "beta of the importance-sampling weights.")
     checkpoint_replay: bool = field(False, "Save the replay buffer with each checkpoint and restore it on resume.")
     # Optimization (learner flags and main file).
-    learning_rate: float = field(0.00048, "Adam learning rate (main file).")
-    adam_epsilon: float = field(1e-3, "Adam epsilon (main file).")
-    clip_norm: float = field(40.0, "Clip gradients by global norm.")
+    optimizer: OptimizerConfig = field(
+        OptimizerConfig(kind="adam", learning_rate=0.00048, adam_epsilon=1e-3, clip_norm=40.0),
+        "Adam with a constant learning rate (main file).",
+        sources={"kind": "main file", "learning_rate": "main file", "lr_schedule": "main file",
+                 "adam_epsilon": "main file", "clip_norm": "learner flags"})
     update_target_every_n_step: int = field(2500, "Copy the online network to the target network this often.")
     # Acting.
     eval_epsilon: float = field(1e-3, "Epsilon of the evaluation envs (the highest env ids).")

@@ -119,8 +119,7 @@ class SACAgent:
                 "entropy_cost": self.entropy_cost}
 
     def make_optimizer(self, total_updates: int):
-        # a constant learning rate, as the original's main file: the config has no lr_schedule
-        return make_optimizer(self.config, total_updates)
+        return make_optimizer(self.config.optimizer, total_updates)
 
     def agent_output_spec(self, batch_size=None):
         a = int(self.action_spec.shape[0])

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from seed_rl.config import field
+from seed_rl.config import OptimizerConfig, field
 
 BOOTSTRAP_NETS = ("v", "q")
 NETWORKS = ("mlp", "lstm")
@@ -35,10 +35,12 @@ class SACConfig:
     replay_buffer_min_size: int = field(256, "Unrolls inserted before training starts (the original: batch_size).")
     replay_ratio: float = field(4.0, "Times each inserted unroll is replayed: batch_size / replay_ratio unrolls are "
                                      "inserted per training step.")
-    # Optimization (main file).
-    learning_rate: float = field(3e-4, "Adam learning rate.")
-    adam_epsilon: float = field(1e-7, "Adam epsilon (Keras' default, as the original's tf.keras Adam).")
-    clip_norm: float = field(0.0, "Clip gradients by global norm; 0 means none (the original does not clip).")
+    optimizer: OptimizerConfig = field(
+        OptimizerConfig(kind="adam", learning_rate=3e-4, adam_epsilon=1e-7, clip_norm=0.0),
+        "Adam with a constant learning rate (main file).",
+        sources={"kind": "main file", "learning_rate": "main file", "lr_schedule": "main file",
+                 "adam_epsilon": "Keras' default, as the original's tf.keras Adam",
+                 "clip_norm": "the original does not clip"})
     # Network (main file): ActorCriticMLP, or the original's ActorCriticLSTM (networks.py; no main file uses it).
     network: str = field("mlp", "mlp (ActorCriticMLP) or lstm (ActorCriticLSTM: per head a pre-MLP, stacked "
                                 "LSTMs reset at episode starts, a parallel feed-forward MLP and a post-MLP; the "

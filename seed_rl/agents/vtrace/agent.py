@@ -94,7 +94,7 @@ class VTraceAgent:
         return {"network": checkpoint_variables(self.network), "entropy_cost": self.entropy_cost}
 
     def make_optimizer(self, total_updates: int):
-        return make_optimizer(self.config, total_updates)
+        return make_optimizer(self.config.optimizer, total_updates)
 
     def agent_output_spec(self, batch_size=None):
         return AgentOutput(

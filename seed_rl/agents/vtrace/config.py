@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from seed_rl.config import field
+from seed_rl.config import OptimizerConfig, field
 
 NETWORKS = ("impala_deep", "impala_shallow", "gfootball", "small_conv", "mlp")
 
@@ -27,16 +27,14 @@ class VTraceConfig:
     max_abs_reward: float = field(0.0, "Clip rewards to [-x, x] in the loss; 0 means no clipping.")
     clip_rho_threshold: float = field(1.0, "rho-bar of V-trace.")
     clip_pg_rho_threshold: float = field(1.0, "rho-bar of the policy-gradient advantage.")
-    # Optimizer (DMLab main file: RMSprop with linear decay; MuJoCo main file: constant Adam).
-    optimizer: str = field("rmsprop", "rmsprop or adam.")
-    learning_rate: float = field(0.00031866995608948655, "Initial learning rate (dmlab/vtrace_main.py).")
-    lr_schedule: str = field("linear", "linear (decay to 0 at the last step, as the original) or constant.")
-    rms_decay: float = field(0.99, "RMSprop decay (rho).")
-    rms_momentum: float = field(0.0, "RMSprop momentum.")
-    rms_epsilon: float = field(0.1, "RMSprop epsilon.")
-    adam_beta1: float = field(0.9, "Adam beta_1.")
-    adam_epsilon: float = field(1e-7, "Adam epsilon.")
-    clip_norm: float = field(0.0, "Clip gradients by global norm; 0 means none (the original clips none).")
+    optimizer: OptimizerConfig = field(
+        OptimizerConfig(kind="rmsprop", learning_rate=0.00031866995608948655, lr_schedule="linear", rms_decay=0.99,
+                        rms_momentum=0.0, rms_epsilon=0.1, clip_norm=0.0),
+        "DMLab main file: RMSprop with linear decay; MuJoCo main file: constant Adam.",
+        sources={"kind": "dmlab/vtrace_main.py; its MuJoCo main file: adam",
+                 "learning_rate": "dmlab/vtrace_main.py", "lr_schedule": "dmlab/vtrace_main.py: linear",
+                 "rms_decay": "dmlab/vtrace_main.py", "rms_momentum": "dmlab/vtrace_main.py",
+                 "rms_epsilon": "dmlab/vtrace_main.py", "clip_norm": "the original clips none"})
     # Network.
     network: str = field(
         "impala_deep", "impala_deep or impala_shallow (image observations; IMPALA's deep ResNet or its shallow "
@@ -62,10 +60,6 @@ class VTraceConfig:
     flip_policy_gradient: bool = field(False, "Testing only: flip the policy-gradient sign.")
 
     def __post_init__(self) -> None:
-        if self.optimizer not in ("rmsprop", "adam"):
-            raise ValueError(f"optimizer must be rmsprop or adam, got {self.optimizer!r}")
-        if self.lr_schedule not in ("linear", "constant"):
-            raise ValueError(f"lr_schedule must be linear or constant, got {self.lr_schedule!r}")
         if self.network not in NETWORKS:
             raise ValueError(f"network must be one of {', '.join(NETWORKS)}, got {self.network!r}")
         if self.initializer not in ("keras", "orthogonal"):
