@@ -144,7 +144,7 @@ def seed_rl_flags(side: str, args) -> List[str]:
 
 def seed_rl_config(side: str, args, logdir: str):
     """The config a seed_rl side measures: its preset, Pong, checkpoints and summaries off, an endless budget."""
-    from seed_rl.config import replace
+    from seed_rl.config import replace, replace_flat
     from seed_rl.configs import get_preset
 
     config = get_preset("atari_vtrace" if side == "seed_rl_matched" else "atari_vtrace_fast")
@@ -152,7 +152,7 @@ def seed_rl_config(side: str, args, logdir: str):
                total_environment_frames=10**12)
     if side == "seed_rl_matched":
         run.update(num_actors=args.num_actors, env_batch_size=args.envs_per_actor)
-    return replace(config, env=replace(config.env, name="Pong"), run=replace(config.run, **run))
+    return replace(config, env=replace(config.env, name="Pong"), run=replace_flat(config.run, **run))
 
 
 def describe_sides(args, venv: str) -> Dict[str, dict]:

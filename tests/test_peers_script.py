@@ -131,4 +131,4 @@ def test_the_config_a_seed_rl_side_measures():
     assert (matched.run.num_actors, matched.run.env_batch_size, matched.run.batch_size) == (3, 6, 32)
     default = peers.seed_rl_config("seed_rl_default", args, "/tmp/x")
     assert (default.agent.network, default.run.num_actors, default.run.env_batch_size) == ("impala_shallow", 2, 8)
-    assert default.run.total_environment_frames == 10**12 and default.run.save_checkpoint_secs == 1e9
+    assert default.run.total_environment_frames == 10**12 and default.run.tracking.save_checkpoint_secs == 1e9
