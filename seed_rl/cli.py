@@ -206,8 +206,16 @@ def main(argv: Sequence[str]) -> int:
                              action_spec=fitted.action_spec)
         else:
             from seed_rl.learner.learner import Learner
+            from seed_rl.learner.resume import RunFinishedError
 
-            learner = Learner(config, fitted.observation_spec, fitted.action_spec)
+            try:
+                learner = Learner(config, fitted.observation_spec, fitted.action_spec)
+            except RunFinishedError as e:
+                if _flag(fv, "on_finish") != "wait":
+                    raise
+                # A StatefulSet restarts a learner that exits: on a finished run it waits, as after finishing.
+                print(f"seed_rl learner: {e}", flush=True)
+                return _wait_for_sigterm()
     except (MemoryError, ValueError) as e:
         print(f"seed-rl {command}: {e}", file=sys.stderr)
         return 2
@@ -237,15 +245,30 @@ def main(argv: Sequence[str]) -> int:
     try:
         learner.run()
         if learner.finished and _flag(fv, "on_finish") == "wait" and not terminated.is_set():
-            print("seed_rl learner: training is finished; waiting for SIGTERM or Ctrl-C (--on_finish=wait)",
-                  flush=True)
-            while not terminated.wait(timeout=1.0):
-                pass
+            return _wait_for_sigterm(terminated)
     except KeyboardInterrupt:
         learner.stop()
     except SkippedUpdatesError as e:
         print(f"seed-rl {command}: the learner stopped: {e}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _wait_for_sigterm(terminated=None) -> int:
+    """``--on_finish=wait``: training is finished; stay up until SIGTERM or Ctrl-C, then exit 0 (a Kubernetes
+    StatefulSet restarts a learner that exits, which would train nothing and exit again, in a loop)."""
+    import signal
+    import threading
+
+    if terminated is None:
+        terminated = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: terminated.set())
+    print("seed_rl learner: training is finished; waiting for SIGTERM or Ctrl-C (--on_finish=wait)", flush=True)
+    try:
+        while not terminated.wait(timeout=1.0):
+            pass
+    except KeyboardInterrupt:
+        pass
     return 0
 
 

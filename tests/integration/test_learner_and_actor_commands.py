@@ -149,7 +149,7 @@ def test_a_finished_learner_with_on_finish_wait_stays_up_until_sigterm(tmp_path)
     again = TrainProcess(logdir, cmd=[sys.executable, "-m", "seed_rl", *flags])
     try:
         again.wait_for(waiting, timeout=120)
-        assert "resumed from" in again.output()
+        assert f"the run in {logdir} is finished" in again.output(), again.output()
         again.proc.send_signal(signal.SIGTERM)
         assert again.wait(timeout=60) == 0, again.output()
     finally:
