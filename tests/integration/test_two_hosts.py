@@ -27,7 +27,7 @@ from seed_rl.config import AUTH_TOKEN_ENV
 from seed_rl.transport.client import CHANNEL_OPTIONS
 from seed_rl.transport.server import AIO_LISTENERS
 from tests.certs import self_signed_cert
-from tests.integration import test_train_cartpole as cartpole
+from tests.integration import learning_runs
 from tests.integration.helpers import TrainProcess, best_rolling_mean, episodes, first_frames_reaching
 
 LEARNER_IP, ACTOR_IP = "10.213.0.1", "10.213.0.2"  # a /30 of a private range, only inside the two namespaces
@@ -215,19 +215,22 @@ def test_learner_and_actors_in_two_network_namespaces(tmp_path, two_hosts):
 
 
 OUTAGE_S = 5.0
+VTRACE = learning_runs.CASES["vtrace"]
+THRESHOLD, LEARN_BUDGET = VTRACE["test_level"], VTRACE["test_budget"]
+"""The default suite's V-trace CartPole learning test's settings (benchmarks/agent_suite.py's CASES)."""
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1500)
 def test_cartpole_trains_across_namespaces_through_a_link_outage(tmp_path, two_hosts):
-    """V-trace on CartPole-v1 (test_train_cartpole's settings and threshold) with the learner and its 2 actors in
+    """V-trace on CartPole-v1 (the default suite's learning test's settings and threshold) with the learner and its 2 actors in
     different namespaces; the actors' link goes down for OUTAGE_S seconds early in training, then comes back.
     Training must carry on with both actors and reach the threshold, and everything exits 0."""
     logdir = str(tmp_path / "run")
     env = _environ(**{AUTH_TOKEN_ENV: TOKEN})
-    learner = NetnsProcess(two_hosts.learner_ns, "learner", *_learner_flags(tmp_path, logdir), *cartpole.COMMON,
-                           f"--total_environment_frames={cartpole.LEARN_BUDGET}",
-                           f"--target_return={cartpole.THRESHOLD}", env=env)
+    learner = NetnsProcess(two_hosts.learner_ns, "learner", *_learner_flags(tmp_path, logdir), *VTRACE["flags"],
+                           "--seed=1", f"--total_environment_frames={LEARN_BUDGET}", f"--target_return={THRESHOLD}",
+                           env=env)
     actors: List[NetnsProcess] = []
     try:
         learner.wait_for(rf"listening on port {PORT}", timeout=120)
@@ -270,7 +273,7 @@ def test_cartpole_trains_across_namespaces_through_a_link_outage(tmp_path, two_h
     finally:
         _stop_all([learner, *actors])
     out = learner.output()
-    assert f"target return {cartpole.THRESHOLD} reached" in out, out[-4000:]
+    assert f"target return {THRESHOLD} reached" in out, out[-4000:]
     eps = episodes(logdir)
     before = [e for e in eps if e.wall_time < down_at]
     after = [e for e in eps if e.wall_time > up_at]
@@ -278,9 +281,9 @@ def test_cartpole_trains_across_namespaces_through_a_link_outage(tmp_path, two_h
     during = [e for e in eps if down_at + 1.0 < e.wall_time < up_at]
     assert not during, during
     best_before, _ = best_rolling_mean(before)
-    assert best_before < cartpole.THRESHOLD, f"the threshold was reached before the outage ({best_before:.1f})"
-    reached = first_frames_reaching(eps, cartpole.THRESHOLD)
-    assert reached is not None and reached <= cartpole.LEARN_BUDGET, f"best: {best_rolling_mean(eps)[0]:.1f}"
+    assert best_before < THRESHOLD, f"the threshold was reached before the outage ({best_before:.1f})"
+    reached = first_frames_reaching(eps, THRESHOLD)
+    assert reached is not None and reached <= LEARN_BUDGET, f"best: {best_rolling_mean(eps)[0]:.1f}"
     per_actor = [sum(1 for e in after if e.env_id // 16 == task) for task in range(2)]
     assert all(per_actor), per_actor
     # What the actors did: kept their connections through the outage, or reconnected.
@@ -288,7 +291,7 @@ def test_cartpole_trains_across_namespaces_through_a_link_outage(tmp_path, two_h
     first_after = min(e.wall_time for e in after) - up_at
     print(f"outage {up_at - down_at:.1f} s; first episode {first_after:.1f} s after the link came back; "
           f"{len(before)} episodes before, {len(after)} after (per actor {per_actor}); reached "
-          f"{cartpole.THRESHOLD} at {reached:,d} frames")
+          f"{THRESHOLD} at {reached:,d} frames")
     print(f"both actors' episodes again {resumed_after:.1f} s after the link came back")
     print(f"the actors' TCP connections (local peer) before the outage: {connections_before}, after: "
           f"{connections_after}")
