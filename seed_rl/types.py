@@ -21,18 +21,24 @@ import numpy as np
 __all__ = [
     "Agent",
     "ArraySpec",
+    "DICT",
     "EnvOutput",
     "Feed",
+    "IMAGE",
     "LossResult",
     "Nest",
     "ObservationSpec",
     "QueueFeed",
     "ReplayFeed",
+    "SMALL_IMAGE",
+    "SMALL_IMAGE_MAX_PIXELS",
     "SPLIT_MODES",
     "StepBatch",
     "TransitionAgent",
     "Unroll",
     "UpdateSchedule",
+    "VECTOR",
+    "observation_kind",
     "spec_of",
 ]
 
@@ -121,6 +127,28 @@ class ArraySpec(NamedTuple):
 
 ObservationSpec = Union[ArraySpec, Mapping[str, ArraySpec]]
 """A single array spec, or a flat dict of specs for dict observations."""
+
+
+SMALL_IMAGE_MAX_PIXELS = 42 * 42
+"""An ``[H, W, C]`` observation is a small image when ``H * W`` is at most this: a quarter of Atari's 84 x 84. The
+Atari networks downsample by 8 with their first two layers (8x8 stride 4, then 4x4 stride 2): a 42 x 42 frame
+leaves them 3 x 3 positions, a 10 x 10 one none (the Nature CNN refuses frames under 36 pixels a side)."""
+
+VECTOR, SMALL_IMAGE, IMAGE, DICT = "vector", "small image", "image", "dict"
+"""The kinds of observation that `seed_rl.configs.defaults` chooses a network by, and that the ``multi_input``
+network (`seed_rl.networks.multi_input`) encodes each key of a dict observation by."""
+
+
+def observation_kind(spec: ObservationSpec) -> str:
+    """``SMALL_IMAGE`` or ``IMAGE`` for an ``[H, W, C]`` spec of at least 3 x 3 (by ``H * W``), ``DICT`` for a dict
+    of specs, ``VECTOR`` for anything else (the MLPs flatten it). One rule for the defaults (which network a run
+    gets) and the dict network (which encoder a key gets), so that the two never disagree."""
+    if isinstance(spec, Mapping):
+        return DICT
+    shape = tuple(int(d) for d in spec.shape)
+    if len(shape) == 3 and min(shape[0], shape[1]) >= 3:
+        return SMALL_IMAGE if shape[0] * shape[1] <= SMALL_IMAGE_MAX_PIXELS else IMAGE
+    return VECTOR
 
 
 def _jsonable(x: Any) -> Any:

@@ -113,13 +113,36 @@ def test_the_original_families_presets_keep_their_networks(preset, spec):
     assert fit_network(config, spec).config == config
 
 
-def test_a_dict_observation_keeps_the_presets_network_and_says_no_network_takes_one():
-    spec = {"pixels": ArraySpec((10, 10, 3), "uint8"), "speed": ArraySpec((1,), "float32")}
-    config = get_preset("classic_vtrace")
-    choice = fit_network(config, spec)
+DICT_SPEC = {"speed": ArraySpec((1,), "float32"), "pixels": ArraySpec((10, 10, 3), "uint8")}
+
+
+@pytest.mark.parametrize("preset", ["classic_vtrace", "classic_ppo", "classic_awr", "classic_vmpo", "classic_r2d2",
+                                    "test_vtrace", "atari_vtrace", "atari_ppo", "atari_r2d2"])
+def test_a_dict_gets_the_multi_input_network_and_nothing_else_changes(preset):
+    """Every key encoded by its kind (tests/networks/test_multi_input.py); the line lists the keys in the order
+    they are encoded (sorted), each with its kind. R2D2 drops its frame stack, as on a vector."""
+    config = get_preset(preset)
+    choice = fit_network(config, DICT_SPEC)
+    field = "torso" if config.agent_name == "r2d2" else "network"
+    assert (choice.field, choice.network) == (field, "multi_input")
+    also = {"stack_size": 1} if config.agent_name == "r2d2" and config.agent.stack_size != 1 else {}
+    assert _changed_fields(config.agent, choice.config.agent) == {field: "multi_input", **also}
+    assert choice.config.env == config.env and choice.config.run == config.run
+    assert choice.line() == (f"{field}: multi_input (observation {{pixels: [10, 10, 3] uint8 (small image), "
+                             f"speed: [1] float32 (vector)}}: a dict of arrays; --{field} overrides)")
+
+
+def test_a_dict_keeps_the_presets_network_when_it_takes_dicts():
+    config = fit_network(get_preset("classic_vtrace"), DICT_SPEC).config
+    choice = fit_network(config, DICT_SPEC)
+    assert choice.config == config and "the preset's, made for it" in choice.line()
+
+
+def test_an_agent_that_takes_no_dict_keeps_its_network_and_says_so():
+    config = get_preset("classic_sac")
+    choice = fit_network(config, DICT_SPEC)
     assert choice.config == config
-    assert choice.line() == ("network: mlp (observation {pixels: [10, 10, 3] uint8, speed: [1] float32}: a dict of "
-                             "arrays, which no network of this package takes; the preset's)")
+    assert choice.line().endswith("a dict of arrays, which no network of the sac agent takes; the preset's)")
 
 
 def test_an_agent_that_takes_no_images_keeps_its_network():
@@ -183,6 +206,14 @@ def test_the_spec_chooses_when_nobody_names_the_network():
     assert fitted.observation_spec == ArraySpec((10, 10, 1), "uint8", minimum=0, maximum=255)
     assert fitted.action_spec.num_values == 3  # read once here, handed to the learner
     assert fitted.network_line.startswith("network: small_conv (observation [10, 10, 1] uint8: a small image")
+
+
+def test_the_spec_chooses_multi_input_for_a_dict_env():
+    fitted = _fit("--env=test", "--env_name=catch:size=10,dict_obs=1")  # {ball: [10, 10, 1] uint8, paddle: [5]}
+    assert fitted.config.agent.network == "multi_input"
+    assert sorted(fitted.observation_spec) == ["ball", "paddle"]
+    assert fitted.network_line == ("network: multi_input (observation {ball: [10, 10, 1] uint8 (small image), "
+                                   "paddle: [5] float32 (vector)}: a dict of arrays; --network overrides)")
 
 
 @pytest.mark.parametrize("flags, named_by, network", [

@@ -142,7 +142,8 @@ DOC_SETTINGS: Dict[str, Dict[str, str]] = {
         "the small-image rule's arithmetic (42 x 42 = 1,764 pixels, 36, 40 x 40 x 128 = 3.3M weights)":
             "42 1,764 36 40 128 3.3M",
         "hyperparameters in the defaults' table (clip norm 0.5)": "0.5",
-        "the Catch test's threshold, its budget and the bound of a blind policy": "0.8 -0.6 60K"},
+        "the Catch test's threshold, its budget and the bound of a blind policy": "0.8 -0.6 60K",
+        "the multi_input network's mixing layer (256 units)": "256"},
     "docs/presets.md": {
         # The page is the presets' reference: most of its numbers are their settings.
         "the presets' hyperparameters as its tables and paragraphs state them (rates, coefficients, discounts, "

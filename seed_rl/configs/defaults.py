@@ -15,7 +15,12 @@ observation (the spec, no env names)   network, when the preset's is not made fo
                                        (``atari_ppo``), R2D2 ``nature`` (``atari_r2d2``, the original's)
 anything else (a vector, a scalar,     ``mlp``, on the flattened observation (R2D2: and no frame stack)
 ``[H, W]``, an image under 3 x 3)
-a dict of arrays                       none: no network of this package takes one; the preset's stays
+a dict of arrays                       ``multi_input`` (V-trace, the on-policy family, R2D2 with no frame
+                                       stack): each key encoded by the rows above (a small image by
+                                       ``small_conv``'s torso, a larger one by IMPALA's shallow CNN, the rest
+                                       by an MLP), concatenated in sorted key order, then one dense layer
+                                       (`seed_rl.networks.multi_input`; Stable-Baselines3's
+                                       ``MultiInputPolicy``). SAC takes no dict: the preset's stays
 =====================================  ====================================================================
 
 Only the network follows the spec. The optimizer (its epsilon, gradient clipping), the initialisation and reward
@@ -37,18 +42,18 @@ from seed_rl.agents.r2d2.config import R2D2Config
 from seed_rl.agents.sac.config import SACConfig
 from seed_rl.agents.vtrace.config import VTraceConfig
 from seed_rl.config import Config, replace
-from seed_rl.types import ObservationSpec
+from seed_rl.types import (
+    DICT,
+    IMAGE,
+    SMALL_IMAGE,
+    SMALL_IMAGE_MAX_PIXELS,
+    VECTOR,
+    ObservationSpec,
+    observation_kind,
+)
 
 __all__ = ["IMAGE", "RULES", "SMALL_IMAGE", "SMALL_IMAGE_MAX_PIXELS", "VECTOR", "DICT", "NetworkChoice", "NetworkRule",
            "describe_observation", "fit_network", "observation_kind", "rule_for"]
-
-SMALL_IMAGE_MAX_PIXELS = 42 * 42
-"""An ``[H, W, C]`` observation is a small image when ``H * W`` is at most this: a quarter of Atari's 84 x 84. The
-Atari networks downsample by 8 with their first two layers (8x8 stride 4, then 4x4 stride 2): a 42 x 42 frame
-leaves them 3 x 3 positions, a 10 x 10 one none (the Nature CNN refuses frames under 36 pixels a side)."""
-
-VECTOR, SMALL_IMAGE, IMAGE, DICT = "vector", "small image", "image", "dict"
-"""The kinds of observation the rules tell apart."""
 
 _KIND_WORDS = {
     SMALL_IMAGE: "a small image (at most 42 x 42 pixels)",
@@ -57,22 +62,13 @@ _KIND_WORDS = {
 }
 
 
-def observation_kind(spec: ObservationSpec) -> str:
-    """``SMALL_IMAGE`` or ``IMAGE`` for an ``[H, W, C]`` spec of at least 3 x 3 (by ``H * W``), ``DICT`` for a dict
-    of specs, ``VECTOR`` for anything else (the MLPs flatten it)."""
-    if isinstance(spec, collections.abc.Mapping):
-        return DICT
-    shape = tuple(int(d) for d in spec.shape)
-    if len(shape) == 3 and min(shape[0], shape[1]) >= 3:
-        return SMALL_IMAGE if shape[0] * shape[1] <= SMALL_IMAGE_MAX_PIXELS else IMAGE
-    return VECTOR
-
-
 def describe_observation(spec: ObservationSpec) -> str:
-    """``[10, 10, 4] uint8: a small image (at most 42 x 42 pixels)``: the spec and what the rules take it for."""
+    """``[10, 10, 4] uint8: a small image (at most 42 x 42 pixels)``: the spec and what the rules take it for; for a
+    dict, each key (in sorted order, the order it is encoded in) with its own kind."""
     kind = observation_kind(spec)
     if isinstance(spec, collections.abc.Mapping):
-        shapes = ", ".join(f"{key}: {list(s.shape)} {s.dtype}" for key, s in spec.items())
+        shapes = ", ".join(f"{key}: {list(spec[key].shape)} {spec[key].dtype} ({observation_kind(spec[key])})"
+                           for key in sorted(spec))
         return f"{{{shapes}}}: {_KIND_WORDS[kind]}"
     if kind == VECTOR:
         words = "a vector" if len(spec.shape) == 1 else "not an [H, W, C] image: flattened, as a vector"
@@ -101,17 +97,21 @@ _ACTOR_CRITIC_IMAGE_NETWORKS = ("impala_deep", "impala_shallow", "gfootball")
 RULES: Tuple[Tuple[type, NetworkRule], ...] = (
     # The Atari network of each agent is its Atari preset's: IMPALA's deep ResNet for V-trace (the IMPALA paper's
     # Atari and DMLab network, the original's dmlab/networks.py), IMPALA's shallow CNN for the on-policy family
-    # (atari_ppo), the Nature CNN for R2D2 (the original's atari/networks.py).
+    # (atari_ppo), the Nature CNN for R2D2 (the original's atari/networks.py). A dict gets multi_input, one network
+    # for every agent (its image keys: IMPALA's shallow CNN, seed_rl/networks/multi_input.py says why).
     (VTraceConfig, NetworkRule(
-        "network", takes={VECTOR: ("mlp",), SMALL_IMAGE: ("small_conv",), IMAGE: _ACTOR_CRITIC_IMAGE_NETWORKS},
-        choose={VECTOR: "mlp", SMALL_IMAGE: "small_conv", IMAGE: "impala_deep"})),
+        "network", takes={VECTOR: ("mlp",), SMALL_IMAGE: ("small_conv",), IMAGE: _ACTOR_CRITIC_IMAGE_NETWORKS,
+                          DICT: ("multi_input",)},
+        choose={VECTOR: "mlp", SMALL_IMAGE: "small_conv", IMAGE: "impala_deep", DICT: "multi_input"})),
     (OnPolicyConfig, NetworkRule(
         "network", takes={VECTOR: ("mlp", "control_mlp"), SMALL_IMAGE: ("small_conv",),
-                          IMAGE: _ACTOR_CRITIC_IMAGE_NETWORKS},
-        choose={VECTOR: "mlp", SMALL_IMAGE: "small_conv", IMAGE: "impala_shallow"})),
+                          IMAGE: _ACTOR_CRITIC_IMAGE_NETWORKS, DICT: ("multi_input",)},
+        choose={VECTOR: "mlp", SMALL_IMAGE: "small_conv", IMAGE: "impala_shallow", DICT: "multi_input"})),
     (R2D2Config, NetworkRule(
-        "torso", takes={VECTOR: ("mlp",), SMALL_IMAGE: ("small_conv",), IMAGE: ("nature", "impala_shallow")},
-        choose={VECTOR: "mlp", SMALL_IMAGE: "small_conv", IMAGE: "nature"}, also={VECTOR: {"stack_size": 1}})),
+        "torso", takes={VECTOR: ("mlp",), SMALL_IMAGE: ("small_conv",), IMAGE: ("nature", "impala_shallow"),
+                        DICT: ("multi_input",)},
+        choose={VECTOR: "mlp", SMALL_IMAGE: "small_conv", IMAGE: "nature", DICT: "multi_input"},
+        also={VECTOR: {"stack_size": 1}, DICT: {"stack_size": 1}})),
     # SAC's networks are MLPs (the original's ActorCriticMLP and ActorCriticLSTM): it takes vectors only.
     (SACConfig, NetworkRule("network", takes={VECTOR: ("mlp", "lstm")}, choose={VECTOR: "mlp"})),
 )
@@ -166,8 +166,8 @@ def fit_network(config: Config, observation_spec: Optional[ObservationSpec],
     if current in rule.takes.get(kind, ()):
         return NetworkChoice(config, field, current, f"{seen}; the preset's, made for it; --{field} overrides")
     if kind not in rule.choose:
-        taker = "no network of this package" if kind == DICT else f"no network of the {config.agent_name} agent"
-        return NetworkChoice(config, field, current, f"{seen}, which {taker} takes; the preset's")
+        return NetworkChoice(config, field, current,
+                             f"{seen}, which no network of the {config.agent_name} agent takes; the preset's")
     network = rule.choose[kind]
     agent = replace(config.agent, **{field: network, **rule.also.get(kind, {})})
     return NetworkChoice(replace(config, agent=agent), field, network, f"{seen}; --{field} overrides")

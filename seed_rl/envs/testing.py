@@ -31,7 +31,9 @@ name                   behaviour
                        always ``correct=1``.
 ``catch``              `CatchEnv`: catch a falling ball with a paddle, on ``uint8 [size, size, 1]`` frames (kwargs
                        ``rows=10``, ``columns=5``, ``size=84``): reward +1 or -1 after ``rows - 1`` steps. Random
-                       play scores about -0.5, the best policy +1.
+                       play scores about -0.5, the best policy +1. ``dict_obs=False``: a dict ``{"ball": uint8
+                       [size, size, 1], the frame with the ball only, "paddle": float32 [columns], the one-hot
+                       column of the paddle}`` (an image and a vector, each key needed to catch).
 =====================  ===========================================================================================
 
 Stepping before the first reset, or after the episode ended, raises RuntimeError; an action outside
@@ -251,24 +253,37 @@ class CatchEnv(_FakeEnv):
     the top row; the paddle on the bottom row moves left (0), stays (1) or moves right (2). When the ball reaches the
     bottom row the episode ends with reward +1 if the paddle is under it, else -1. The observation is an Atari-like
     ``uint8 [size, size, 1]`` frame (the board scaled up, ball and paddle 255), so that the image agents' whole
-    path (uint8 frames, frame stacking, CNN torsos) learns something small."""
+    path (uint8 frames, frame stacking, CNN torsos) learns something small. With ``dict_obs`` the paddle leaves the
+    frame for a one-hot vector of its own: a dict of an image and a vector, for the dict observations' network."""
 
-    def __init__(self, env_id: int = 0, rows: int = 10, columns: int = 5, size: int = 84):
+    def __init__(self, env_id: int = 0, rows: int = 10, columns: int = 5, size: int = 84, dict_obs: bool = False):
         super().__init__(env_id, rows - 1, 3)
         if columns < 2 or size < max(rows, columns):
             raise ValueError(f"catch needs columns >= 2 and size >= rows, columns; got {rows}, {columns}, {size}")
         self.rows, self.columns, self.size = int(rows), int(columns), int(size)
-        self.observation_space = spaces.Box(0, 255, (self.size, self.size, 1), np.uint8)
+        self.dict_obs = bool(dict_obs)
+        frame_space = spaces.Box(0, 255, (self.size, self.size, 1), np.uint8)
+        if self.dict_obs:
+            self.observation_space = spaces.Dict(
+                {"ball": frame_space, "paddle": spaces.Box(0.0, 1.0, (self.columns,), np.float32)})
+        else:
+            self.observation_space = frame_space
         self.ball_column = 0
         self.paddle = self.columns // 2
 
-    def _frame(self) -> np.ndarray:
+    def _frame(self) -> Any:
         board = np.zeros((self.rows, self.columns), np.uint8)
         board[self.step_count, self.ball_column] = 255
-        board[self.rows - 1, self.paddle] = 255
+        if not self.dict_obs:
+            board[self.rows - 1, self.paddle] = 255
         rows = np.arange(self.size) * self.rows // self.size
         cols = np.arange(self.size) * self.columns // self.size
-        return board[rows][:, cols][..., None]
+        frame = board[rows][:, cols][..., None]
+        if not self.dict_obs:
+            return frame
+        paddle = np.zeros((self.columns,), np.float32)
+        paddle[self.paddle] = 1.0
+        return {"ball": frame, "paddle": paddle}
 
     def _reset_observation(self) -> Any:
         self.ball_column = int(self.np_random.integers(self.columns))

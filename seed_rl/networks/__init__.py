@@ -1,10 +1,11 @@
-"""Keras 3 networks of the paper: the IMPALA deep ResNet torso, the small-image conv torso, MLP torsos, and the
-actor-critic core with a done-resetting LSTM. Networks return raw outputs (logits, values); agents sample and compute
-losses."""
+"""Keras 3 networks of the paper: the IMPALA deep ResNet torso, the small-image conv torso, MLP torsos, the dict
+observations' torso (each key by its kind), and the actor-critic core with a done-resetting LSTM. Networks return
+raw outputs (logits, values); agents sample and compute losses."""
 
 from seed_rl.networks.actor_critic import ActorCriticNetwork, ActorCriticOutput, build_actor_critic
 from seed_rl.networks.dueling import DQNOutput, DuelingLSTMDQNNet
 from seed_rl.networks.init import orthogonal_init
+from seed_rl.networks.multi_input import MultiInputTorso
 from seed_rl.networks.recurrent import ResettingLSTM
 from seed_rl.networks.torsos import ImpalaDeepTorso, ImpalaShallowTorso, MLPTorso, NatureTorso, SmallConvTorso
 
@@ -29,6 +30,7 @@ __all__ = [
     "ImpalaDeepTorso",
     "ImpalaShallowTorso",
     "MLPTorso",
+    "MultiInputTorso",
     "NatureTorso",
     "orthogonal_init",
     "ResettingLSTM",

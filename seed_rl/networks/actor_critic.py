@@ -7,14 +7,23 @@ tuple ``(h, c)`` (or ``()`` without LSTM) of ``[B, ...]`` tensors; it is reset t
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, Mapping, NamedTuple
 
 import keras
 import tensorflow as tf
 
+from seed_rl.networks.multi_input import MultiInputTorso
 from seed_rl.networks.recurrent import ResettingLSTM
 from seed_rl.networks.torsos import ImpalaDeepTorso, ImpalaShallowTorso, MLPTorso, SmallConvTorso
-from seed_rl.types import EnvOutput
+from seed_rl.types import EnvOutput, ObservationSpec
+
+
+def _merge_time_and_batch(observation) -> tf.Tensor:
+    observation = tf.convert_to_tensor(observation)
+    flat = tf.reshape(observation, tf.concat([[-1], tf.shape(observation)[2:]], 0))
+    if observation.shape.rank is not None:
+        flat = tf.ensure_shape(flat, [None] + observation.shape[2:].as_list())
+    return flat
 
 
 class ActorCriticOutput(NamedTuple):
@@ -28,7 +37,7 @@ class ActorCriticNetwork(keras.Model):
     """IMPALA-style actor-critic.
 
     Args:
-      torso: a layer mapping observations ``[N, ...]`` to features ``[N, F]``.
+      torso: a layer mapping observations ``[N, ...]`` (or a dict of them) to features ``[N, F]``.
       num_actions: number of discrete actions (the size of the one-hot previous action).
       policy_size: size of the policy parameters (``num_actions`` for a categorical policy).
       lstm_size: LSTM units; 0 for a feed-forward core.
@@ -71,11 +80,9 @@ class ActorCriticNetwork(keras.Model):
         return outputs, core_state
 
     def _unroll(self, prev_actions, env_outputs: EnvOutput, core_state):
-        observation = env_outputs.observation
         t_b = tf.shape(env_outputs.reward)[:2]
-        flat_obs = tf.reshape(observation, tf.concat([[-1], tf.shape(observation)[2:]], 0))
-        if isinstance(observation, tf.Tensor) and observation.shape.rank is not None:
-            flat_obs = tf.ensure_shape(flat_obs, [None] + observation.shape[2:].as_list())
+        # [T, B, ...] -> [T * B, ...], for each array of a dict observation alike.
+        flat_obs = tf.nest.map_structure(_merge_time_and_batch, env_outputs.observation)
         features = self._encode(self.torso, flat_obs, t_b)
         if self.use_reward_and_action:
             reward = tf.clip_by_value(tf.cast(env_outputs.reward, tf.float32), -1.0, 1.0)[..., None]
@@ -96,12 +103,26 @@ class ActorCriticNetwork(keras.Model):
 
 def build_actor_critic(network: str, num_actions: int, policy_size: int | None = None, mlp_sizes=(64, 64),
                        separate_value_network: bool = False, lstm_size: int = 0,
-                       use_reward_and_action: bool = False) -> ActorCriticNetwork:
+                       use_reward_and_action: bool = False,
+                       observation_spec: ObservationSpec | None = None) -> ActorCriticNetwork:
     """The actor-critic network the actor-critic agents' configs name: ``network`` is ``impala_deep``,
     ``impala_shallow`` (image observations), ``gfootball`` (the original's Football network: the deep ResNet with
     four sections 16-32-32-32 and lecun-normal kernels, also in its heads), ``small_conv`` (small images: the
-    MinAtar paper's one convolution and dense 128) or ``mlp`` (vector observations, with an own value torso when
-    ``separate_value_network``)."""
+    MinAtar paper's one convolution and dense 128), ``mlp`` (vector observations) or ``multi_input`` (dict
+    observations: `seed_rl.networks.multi_input`); ``mlp`` and ``multi_input`` get an own value torso when
+    ``separate_value_network``.
+
+    ``observation_spec`` (the env's; None: not checked) must be a dict for ``multi_input`` and one array for the
+    others: the error says which network takes it.
+    """
+    if observation_spec is not None:
+        is_dict = isinstance(observation_spec, Mapping)
+        if network == "multi_input" and not is_dict:
+            raise ValueError(f"network=multi_input takes a dict observation; this env's is one array "
+                             f"{observation_spec}: name another network, or none (the observation spec chooses)")
+        if network != "multi_input" and is_dict:
+            raise ValueError(f"network={network} takes one array observation; this env's is a dict: "
+                             f"{observation_spec}: use network=multi_input (the default for dict observations)")
     value_torso = None
     head_initializer = "glorot_uniform"
     if network == "impala_deep":
@@ -117,8 +138,15 @@ def build_actor_critic(network: str, num_actions: int, policy_size: int | None =
         torso = MLPTorso(mlp_sizes)
         if separate_value_network:
             value_torso = MLPTorso(mlp_sizes)
+    elif network == "multi_input":
+        if not isinstance(observation_spec, Mapping):
+            raise ValueError("network=multi_input is built for the keys of a dict observation: pass its spec")
+        torso = MultiInputTorso(observation_spec, mlp_sizes)
+        if separate_value_network:
+            value_torso = MultiInputTorso(observation_spec, mlp_sizes)
     else:
-        raise ValueError(f"network must be impala_deep, impala_shallow, gfootball, small_conv or mlp, got {network!r}")
+        raise ValueError(f"network must be impala_deep, impala_shallow, gfootball, small_conv, mlp or multi_input, "
+                         f"got {network!r}")
     return ActorCriticNetwork(torso, num_actions=num_actions, policy_size=policy_size, lstm_size=lstm_size,
                               use_reward_and_action=use_reward_and_action, value_torso=value_torso,
                               head_initializer=head_initializer)

@@ -102,7 +102,9 @@ class DuelingLSTMDQNNet(keras.Model):
 
     Args:
       num_actions: number of discrete actions.
-      observation_shape: shape of one observation without the batch axis, e.g. ``(84, 84, 1)`` or ``(4,)``.
+      observation_shape: shape of one observation without the batch axis, e.g. ``(84, 84, 1)`` or ``(4,)``; None
+        for dict observations (no frame stacking: ``stack_size`` 1, and a torso that takes the dict, e.g.
+        ``MultiInputTorso``).
       stack_size: number of frames the torso sees (S). S > 1 needs uint8 observations with one channel.
       torso: a layer mapping ``[N, *observation_shape[:-1], S * C]`` to ``[N, F]``; defaults to ``NatureTorso(512)``
         for image observations. Pass e.g. ``MLPTorso((64,))`` for vector observations (with ``stack_size=1``).
@@ -110,14 +112,20 @@ class DuelingLSTMDQNNet(keras.Model):
       hidden_size: units of the hidden layer of each dueling head.
     """
 
-    def __init__(self, num_actions: int, observation_shape: Sequence[int], stack_size: int = 4,
+    def __init__(self, num_actions: int, observation_shape: Sequence[int] | None, stack_size: int = 4,
                  torso: keras.layers.Layer | None = None, lstm_size: int = 512, hidden_size: int = 512, **kwargs):
         # Under a mixed-precision policy (the learner's --precision) only the torso computes in the low precision:
         # this network, its LSTM and its heads keep float32 (kwargs may say otherwise).
         super().__init__(**{"dtype": "float32", **kwargs})
-        observation_shape = tuple(int(d) for d in observation_shape)
         if stack_size < 1:
             raise ValueError(f"stack_size must be >= 1, got {stack_size}")
+        self.dict_observations = observation_shape is None
+        if self.dict_observations and (stack_size != 1 or torso is None):
+            raise ValueError(f"dict observations take no frame stacking (stack_size={stack_size}) and need a torso "
+                             f"that takes the dict (multi_input)")
+        # Dict observations keep an empty frame-stacking state, [B, 0], as a vector's: the state's structure is the
+        # same for every observation.
+        observation_shape = (1,) if observation_shape is None else tuple(int(d) for d in observation_shape)
         if stack_size > 1 and (len(observation_shape) < 2 or observation_shape[-1] != 1):
             raise ValueError(f"frame stacking (stack_size={stack_size}) needs single-channel frames [..., 1]; "
                              f"got observation_shape {observation_shape}. Use stack_size=1 for vector observations.")
@@ -163,14 +171,20 @@ class DuelingLSTMDQNNet(keras.Model):
         return value + advantage, tf.squeeze(value, -1)
 
     def _unroll(self, prev_actions, env_outputs: EnvOutput, agent_state: AgentState):
-        observation = tf.convert_to_tensor(env_outputs.observation)
         done = tf.cast(env_outputs.done, tf.bool)
-        if self.stack_size > 1 and observation.dtype != tf.uint8:
-            raise ValueError(f"frame stacking keeps uint8 frames; got observations of dtype {observation.dtype}")
-        frames, frame_state = stack_frames(observation, agent_state.frame_stacking_state, done, self.stack_size)
         num_steps, batch_size = tf.shape(done)[0], tf.shape(done)[1]
-        # The torso is feed-forward: one call on all T * B observations.
-        features = tf.cast(self.torso(tf.reshape(frames, [-1, *self.torso_input_shape])), tf.float32)
+        if self.dict_observations:
+            # The torso is feed-forward: one call on all T * B observations of each key.
+            torso_input = tf.nest.map_structure(
+                lambda t: tf.reshape(t, tf.concat([[-1], tf.shape(t)[2:]], 0)), env_outputs.observation)
+            frame_state = agent_state.frame_stacking_state
+        else:
+            observation = tf.convert_to_tensor(env_outputs.observation)
+            if self.stack_size > 1 and observation.dtype != tf.uint8:
+                raise ValueError(f"frame stacking keeps uint8 frames; got observations of dtype {observation.dtype}")
+            frames, frame_state = stack_frames(observation, agent_state.frame_stacking_state, done, self.stack_size)
+            torso_input = tf.reshape(frames, [-1, *self.torso_input_shape])
+        features = tf.cast(self.torso(torso_input), tf.float32)
         features = tf.reshape(features, [num_steps, batch_size, features.shape[-1]])
         reward = tf.cast(env_outputs.reward, tf.float32)[..., None]
         one_hot = tf.one_hot(tf.cast(prev_actions, tf.int32), self.num_actions)

@@ -124,11 +124,18 @@ def test_needs_a_training_env():
         _agent(num_envs=2, num_eval_envs=2)
 
 
-def test_a_nested_observation_is_refused_with_a_clear_error():
+def test_a_dict_observation_needs_the_multi_input_torso_and_gets_no_frame_stack():
     nested = {"pixels": ArraySpec((4, 4, 1), "uint8"), "state": ArraySpec((3,), "float32")}
-    with pytest.raises(ValueError, match="one array observation"):
+    actions = ArraySpec((), "int32", num_values=3)
+    with pytest.raises(ValueError, match="torso=mlp takes one array observation.*use torso=multi_input"):
         R2D2Agent(R2D2Config(torso="mlp", mlp_sizes=(8,), stack_size=1, lstm_size=8, hidden_size=8), nested,
-                  ArraySpec((), "int32", num_values=3), num_envs=2)
+                  actions, num_envs=2)
+    with pytest.raises(ValueError, match="torso=multi_input takes a dict observation"):
+        R2D2Agent(R2D2Config(torso="multi_input", mlp_sizes=(8,), stack_size=1, lstm_size=8, hidden_size=8),
+                  ArraySpec((3,), "float32"), actions, num_envs=2)
+    agent = R2D2Agent(R2D2Config(torso="multi_input", mlp_sizes=(8,), stack_size=1, lstm_size=8, hidden_size=8),
+                      nested, actions, num_envs=2)
+    assert agent.initial_state(2).frame_stacking_state.shape == (2, 0)  # no frames kept, as for a vector
 
 
 @pytest.mark.parametrize("torso,conv_filters", [("nature", [32, 64, 64]), ("impala_shallow", [16, 32])])

@@ -320,3 +320,21 @@ def test_catch_frames_rewards_and_random_play():
     first, _ = env.reset()
     second, _, _, _, _ = env.step(1)
     assert first.max() == 255 and not np.array_equal(first, second)
+
+
+def test_dict_catch_shows_the_ball_in_a_frame_and_the_paddle_in_a_vector():
+    from seed_rl.envs.testing import create_test_environment
+
+    env = create_test_environment("catch:size=10,dict_obs=1", 0)
+    assert observation_spec(env) == {"ball": ArraySpec((10, 10, 1), "uint8", minimum=0, maximum=255),
+                                     "paddle": ArraySpec((5,), "float32", minimum=0.0, maximum=1.0)}
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+    # The ball only (a board column is 2 pixels wide at size 10), no paddle.
+    assert obs["ball"][0, 2 * env.ball_column, 0] == 255 and obs["ball"].sum() == 2 * 255
+    np.testing.assert_array_equal(obs["paddle"], np.eye(5, dtype=np.float32)[2])  # the paddle starts in the middle
+    obs, *_ = env.step(0)  # left
+    np.testing.assert_array_equal(obs["paddle"], np.eye(5, dtype=np.float32)[1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(create_test_environment("catch:size=10,dict_obs=1", 1).unwrapped, skip_render_check=True)

@@ -46,7 +46,10 @@ def test_an_agent_acts_and_learns_through_the_small_conv_torso(agent_name, dtype
 
 
 @pytest.mark.parametrize("agent_name", ["vtrace", "ppo"])
-def test_a_dict_observation_is_refused_in_one_line(agent_name):
+def test_a_dict_observation_under_an_array_network_is_refused_in_one_line(agent_name):
+    """A network named for one array (here the preset's mlp, as ``--network=mlp`` would name it) refuses a dict
+    and names the one that takes it (tests/networks/test_multi_input.py)."""
     spec = {"pixels": ArraySpec((10, 10, 3), "uint8"), "speed": ArraySpec((1,), "float32")}
-    with pytest.raises(ValueError, match="take one array observation; this env's is a dict"):
+    with pytest.raises(ValueError, match="network=mlp takes one array observation; this env's is a dict: .*: use "
+                                         "network=multi_input"):
         agents_lib.make_agent(agent_name, get_preset(f"classic_{agent_name}").agent, spec, ACTIONS)

@@ -86,7 +86,7 @@ class OnPolicyAgent:
         if c.normalize_observations:
             if not isinstance(observation_spec, ArraySpec) or len(observation_spec.shape) != 1:
                 raise ValueError(f"normalize_observations takes one vector observation (shape (D,)); this env's "
-                                 f"is {observation_spec}")
+                                 f"is {observation_spec}: pass --normalize_observations=false")
             self.observation_normalizer = AverageMeanStd(int(observation_spec.shape[0]))
         self.network = self._build_network()
         self.schedule = UpdateSchedule(epochs=c.epochs, minibatches=c.minibatches, shuffle=c.batch_mode != "repeat",
@@ -101,25 +101,24 @@ class OnPolicyAgent:
             if not isinstance(self.observation_spec, ArraySpec) or len(self.observation_spec.shape) != 1:
                 raise ValueError(f"network=control_mlp takes one vector observation (shape (D,)); this env's is "
                                  f"{self.observation_spec}: use network=impala_shallow, impala_deep or small_conv "
-                                 "for images")
+                                 "for images, multi_input for a dict")
             return ContinuousControlNetwork(
                 param_size, c.mlp_sizes, c.activation, std_independent_of_input=c.std_independent_of_input,
                 layer_norm=c.layer_norm, observation_normalizer=self.observation_normalizer,
                 input_clipping=c.observation_clipping if self.observation_normalizer is not None else None)
-        if not isinstance(self.observation_spec, ArraySpec):  # the torsos adapt to an array's shape, not to keys
-            raise ValueError(f"the on-policy family's networks take one array observation; this env's is a dict: "
-                             f"{self.observation_spec}")
         if self.observation_normalizer is not None:
-            raise ValueError("normalize_observations needs network=control_mlp")
+            raise ValueError(f"normalize_observations needs network=control_mlp (this run's is {c.network}): pass "
+                             "--normalize_observations=false")
         if c.std_independent_of_input:
-            raise ValueError("std_independent_of_input needs network=control_mlp")
+            raise ValueError(f"std_independent_of_input needs network=control_mlp (this run's is {c.network}): pass "
+                             "--std_independent_of_input=false")
         categorical = isinstance(self.distribution, Categorical)
         if c.use_reward_and_action and not categorical:
             raise ValueError("use_reward_and_action feeds a one-hot previous action: it needs one discrete action")
         num_actions = self.action_spec.num_values if categorical else 1  # the one-hot's size (unused otherwise)
         return build_actor_critic(c.network, num_actions, param_size, c.mlp_sizes,
                                   c.separate_value_network and not c.lstm_size, c.lstm_size,
-                                  c.use_reward_and_action)
+                                  c.use_reward_and_action, observation_spec=self.observation_spec)
 
     # -- Agent protocol --------------------------------------------------------------------------------------
     def initial_state(self, batch_size):

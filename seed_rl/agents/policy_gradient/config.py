@@ -11,7 +11,7 @@ import dataclasses
 
 from seed_rl.config import OptimizerConfig, field
 
-NETWORKS = ("mlp", "control_mlp", "impala_shallow", "impala_deep", "gfootball", "small_conv")
+NETWORKS = ("mlp", "control_mlp", "impala_shallow", "impala_deep", "gfootball", "small_conv", "multi_input")
 POLICY_LOSSES = ("ppo", "awr", "vmpo", "pg", "vtrace")
 ADVANTAGE_ESTIMATORS = ("gae", "vtrace", "nstep")
 BATCH_MODES = ("shuffle", "repeat", "split", "split_with_advantage_recomputation")
@@ -75,15 +75,18 @@ class OnPolicyConfig:
     network: str = field("mlp", "mlp (a torso shared by a policy and a value head, optionally a separate value "
                                 "torso), control_mlp (the original's ContinuousControlAgent: separate policy and "
                                 "value MLPs, orthogonal init), impala_shallow, impala_deep or gfootball (images), "
-                                "small_conv (small images: the MinAtar paper's conv 16 3x3 and dense 128). Not "
-                                "given, the observation spec chooses it (docs/environments.md).")
+                                "small_conv (small images: the MinAtar paper's conv 16 3x3 and dense 128), "
+                                "multi_input (dict observations: each key encoded by its kind, the features "
+                                "concatenated and mixed). Not given, the observation spec chooses it "
+                                "(docs/environments.md).")
     mlp_sizes: tuple = field((64, 64), "Hidden sizes of the MLP torsos (ppo.gin: 2 x 64).")
     activation: str = field("tanh", "control_mlp's hidden activation (ppo.gin: tanh; the original's default swish).")
     layer_norm: bool = field(False, "control_mlp: layer normalisation after every hidden layer.")
     std_independent_of_input: bool = field(
         False, "control_mlp, continuous actions: the std is a trainable vector, not an output (ppo.gin: True).")
-    separate_value_network: bool = field(True, "mlp only: give the value head its own torso.")
-    lstm_size: int = field(0, "LSTM units of the core (mlp and impala networks); 0 for a feed-forward core.")
+    separate_value_network: bool = field(True, "mlp and multi_input without an LSTM: give the value head its own "
+                                               "torso.")
+    lstm_size: int = field(0, "LSTM units of the core (every network but control_mlp); 0 for a feed-forward core.")
     use_reward_and_action: bool = field(False, "Feed the clipped reward and the previous action to the core.")
     # Continuous actions (parametric_distribution.continuous_action_config).
     continuous_distribution: str = field("tanh", "tanh (tanh-squashed normal, the original's default) or clipped "

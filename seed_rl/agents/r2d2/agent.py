@@ -8,15 +8,16 @@ declared, not probed: ``feed`` (a prioritized replay with its settings and the i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional
 
+import keras
 import numpy as np
 import tensorflow as tf
 
 from seed_rl.agents.optimizer import make_optimizer
 from seed_rl.agents.r2d2.config import R2D2Config
 from seed_rl.agents.r2d2.loss import compute_loss, sequence_td_errors
-from seed_rl.networks import ImpalaShallowTorso, MLPTorso, SmallConvTorso, checkpoint_variables
+from seed_rl.networks import ImpalaShallowTorso, MLPTorso, MultiInputTorso, SmallConvTorso, checkpoint_variables
 from seed_rl.networks.dueling import DuelingLSTMDQNNet
 from seed_rl.ops.priorities import sequence_priorities
 from seed_rl.ops.specs import zeros_env_output
@@ -40,17 +41,23 @@ def ape_x_epsilons(num_train_envs: int, base: float = 0.4, alpha: float = 7.0) -
 
 
 def build_network(config: R2D2Config, observation_spec: ObservationSpec, action_spec: ArraySpec):
-    if not isinstance(observation_spec, ArraySpec):
-        raise ValueError(f"R2D2's network takes one array observation; this environment's is a nest: "
-                         f"{observation_spec}")
+    if not isinstance(observation_spec, ArraySpec):  # a dict: each key encoded by its kind, no frame stacking
+        if config.torso != "multi_input":
+            raise ValueError(f"R2D2's torso={config.torso} takes one array observation; this environment's is a "
+                             f"dict: {observation_spec}: use torso=multi_input (the default for dict observations)")
+        return DuelingLSTMDQNNet(action_spec.num_values, None, stack_size=config.stack_size,
+                                 torso=MultiInputTorso(observation_spec, config.mlp_sizes),
+                                 lstm_size=config.lstm_size, hidden_size=config.hidden_size)
+    torso: Optional[keras.layers.Layer] = None  # None: the network's default, the Nature CNN
+    if config.torso == "multi_input":
+        raise ValueError(f"R2D2's torso=multi_input takes a dict observation; this environment's is one array "
+                         f"{observation_spec}: name another torso, or none (the observation spec chooses)")
     if config.torso == "mlp":
         torso = MLPTorso(config.mlp_sizes)
     elif config.torso == "impala_shallow":
         torso = ImpalaShallowTorso(256)
     elif config.torso == "small_conv":
         torso = SmallConvTorso(128)
-    else:
-        torso = None  # the network's default, the Nature CNN
     return DuelingLSTMDQNNet(action_spec.num_values, tuple(observation_spec.shape), stack_size=config.stack_size,
                              torso=torso, lstm_size=config.lstm_size, hidden_size=config.hidden_size)
 

@@ -9,7 +9,7 @@ import dataclasses
 
 from seed_rl.config import OptimizerConfig, field
 
-TORSOS = ("nature", "impala_shallow", "mlp", "small_conv")
+TORSOS = ("nature", "impala_shallow", "mlp", "small_conv", "multi_input")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,10 +40,11 @@ class R2D2Config:
     # Network (main file).
     torso: str = field("nature", "nature (the Nature DQN CNN, as the original), impala_shallow (IMPALA's shallow "
                                  "CNN, about a third of its cost per frame), small_conv (small images: the MinAtar "
-                                 "paper's conv 16 3x3 and dense 128) or mlp (vector observations). Not given, the "
-                                 "observation spec chooses it (docs/environments.md).")
+                                 "paper's conv 16 3x3 and dense 128), mlp (vector observations) or multi_input "
+                                 "(dict observations: each key encoded by its kind, the features concatenated and "
+                                 "mixed). Not given, the observation spec chooses it (docs/environments.md).")
     stack_size: int = field(4, "Frames stacked on the learner as part of the recurrent state.")
-    mlp_sizes: tuple = field((64,), "Hidden sizes of the MLP torso.")
+    mlp_sizes: tuple = field((64,), "Hidden sizes of the MLP torso (and of multi_input's MLP of each vector key).")
     lstm_size: int = field(512, "LSTM units.")
     hidden_size: int = field(512, "Hidden units of each dueling head.")
     # Testing aid: a learner that maximises the negated reward must fail the learning tests.
@@ -60,5 +61,6 @@ class R2D2Config:
             raise ValueError("replay_buffer_min_size must not exceed replay_buffer_size")
         if self.torso not in TORSOS:
             raise ValueError(f"torso must be one of {', '.join(TORSOS)}, got {self.torso!r}")
-        if self.torso == "mlp" and self.stack_size != 1:
-            raise ValueError("frame stacking (stack_size > 1) needs image observations (an image torso, e.g. nature)")
+        if self.torso in ("mlp", "multi_input") and self.stack_size != 1:
+            raise ValueError("frame stacking (stack_size > 1) needs image observations (an image torso, e.g. nature): "
+                             f"torso={self.torso} takes stack_size=1")

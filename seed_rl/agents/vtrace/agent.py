@@ -28,11 +28,9 @@ class AgentOutput(NamedTuple):
 
 def build_network(config: VTraceConfig, observation_spec: ObservationSpec, action_spec: ArraySpec,
                   policy_size: int) -> ActorCriticNetwork:
-    if not isinstance(observation_spec, ArraySpec):  # the torso adapts to an array's shape, not to a dict's keys
-        raise ValueError(f"the vtrace agent's networks take one array observation; this env's is a dict: "
-                         f"{observation_spec}")
     return build_actor_critic(config.network, max(action_spec.num_values, 1), policy_size, config.mlp_sizes,
-                              config.separate_value_network, config.lstm_size, config.use_reward_and_action)
+                              config.separate_value_network, config.lstm_size, config.use_reward_and_action,
+                              observation_spec=observation_spec)
 
 
 class VTraceAgent:

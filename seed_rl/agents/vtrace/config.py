@@ -7,7 +7,7 @@ from typing import Optional
 
 from seed_rl.config import OptimizerConfig, field
 
-NETWORKS = ("impala_deep", "impala_shallow", "gfootball", "small_conv", "mlp")
+NETWORKS = ("impala_deep", "impala_shallow", "gfootball", "small_conv", "mlp", "multi_input")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,7 +39,8 @@ class VTraceConfig:
     network: str = field(
         "impala_deep", "impala_deep or impala_shallow (image observations; IMPALA's deep ResNet or its shallow "
         "2-conv network), gfootball (the original's Football ResNet: 4 sections, lecun-normal init), small_conv "
-        "(small images, e.g. 10 x 10: the MinAtar paper's conv 16 3x3 and dense 128) or mlp (vector observations). "
+        "(small images, e.g. 10 x 10: the MinAtar paper's conv 16 3x3 and dense 128), mlp (vector observations) or "
+        "multi_input (dict observations: each key encoded by its kind, the features concatenated and mixed). "
         "Not given (no flag, no --config key, no --preset named), the observation spec chooses it "
         "(docs/environments.md, \"Your own env: the defaults and why\")."
     )
@@ -50,7 +51,7 @@ class VTraceConfig:
     )
     mlp_sizes: tuple = field((64, 64), "Hidden sizes of the MLP torso (mujoco/vtrace_main.py: 2 x 64).")
     separate_value_network: bool = field(
-        False, "MLP only: give the value head its own torso (the original shares one)."
+        False, "mlp and multi_input without an LSTM: give the value head its own torso (the original shares one)."
     )
     lstm_size: int = field(256, "LSTM units of the core; 0 for a feed-forward core.")
     use_reward_and_action: bool = field(
