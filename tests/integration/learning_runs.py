@@ -152,3 +152,24 @@ def stop() -> None:
     if _RUNS is not None:
         _RUNS.close()
         _RUNS = None
+
+
+def check_default_network_run(name: str, network_line: str, network: str, budget: int, threshold: float,
+                              timeout: float = 1800) -> Tuple[str, TrainProcess]:
+    """Asserts what a background run (in OTHER_RUNS) that named no network shows: its flags set ``budget`` and
+    ``threshold``, it exits 0, prints ``network_line`` alone, records ``network`` in config.json, and a window of 20
+    episodes reaches ``threshold`` within ``budget`` frames. Returns its (logdir, process)."""
+    import json
+
+    from tests.integration.helpers import episodes, first_frames_reaching
+
+    flags = OTHER_RUNS[name][0]
+    assert f"--total_environment_frames={budget}" in flags and f"--target_return={threshold}" in flags
+    logdir, proc = current().wait(name, timeout)
+    assert proc.proc.returncode == 0, proc.output()
+    assert [line for line in proc.lines if line.startswith("network: ")] == [network_line], proc.output()
+    with open(os.path.join(logdir, "config.json")) as f:
+        assert json.load(f)["agent"]["network"] == network
+    reached = first_frames_reaching(episodes(logdir), threshold)
+    assert reached is not None and reached <= budget, [e.episode_return for e in episodes(logdir)[-20:]]
+    return logdir, proc

@@ -9,13 +9,10 @@ runs: reached after 10K-13K frames, 25-36 s from start to end. The run is one of
 runs (``learning_runs.OTHER_RUNS["catch_defaults"]``: budget 60K frames, target 0.8).
 """
 
-import json
-import os
 
 import pytest
 
 from tests.integration import learning_runs
-from tests.integration.helpers import episodes, first_frames_reaching
 
 BUDGET = 60_000  # env frames; the runs measured needed about a sixth of it
 THRESHOLD = 0.8
@@ -24,14 +21,6 @@ THRESHOLD = 0.8
 @pytest.mark.learning_run("catch_defaults")
 @pytest.mark.timeout(2400)  # it may wait for its background run
 def test_the_default_network_of_a_small_image_env_learns_catch():
-    flags = learning_runs.OTHER_RUNS["catch_defaults"][0]
-    assert f"--total_environment_frames={BUDGET}" in flags and f"--target_return={THRESHOLD}" in flags
-    logdir, proc = learning_runs.current().wait("catch_defaults", 1800)
-    assert proc.proc.returncode == 0, proc.output()
-    printed = [line for line in proc.lines if line.startswith("network: ")]
-    assert printed == ["network: small_conv (observation [10, 10, 1] uint8: a small image (at most 42 x 42 pixels); "
-                       "--network overrides)"], proc.output()
-    with open(os.path.join(logdir, "config.json")) as f:
-        assert json.load(f)["agent"]["network"] == "small_conv"
-    reached = first_frames_reaching(episodes(logdir), THRESHOLD)
-    assert reached is not None and reached <= BUDGET, [e.episode_return for e in episodes(logdir)[-20:]]
+    learning_runs.check_default_network_run(
+        "catch_defaults", "network: small_conv (observation [10, 10, 1] uint8: a small image (at most 42 x 42 "
+        "pixels); --network overrides)", "small_conv", BUDGET, THRESHOLD)

@@ -27,7 +27,7 @@ from seed_rl.configs import get_preset
 from seed_rl.configs.defaults import fit_network
 from seed_rl.envs import env_specs
 from tests.integration import learning_runs
-from tests.integration.helpers import best_rolling_mean, episodes, first_frames_reaching
+from tests.integration.helpers import best_rolling_mean, episodes
 
 DICT_CATCH = EnvConfig(family="test", name="catch:size=10,dict_obs=1")
 
@@ -73,17 +73,9 @@ TIMEOUT = 1800  # seconds: the runs share two cores with the rest of the suite
 @pytest.mark.learning_run("dict_defaults")
 @pytest.mark.timeout(2400)  # it may wait for its background run
 def test_the_default_network_of_a_dict_env_learns_catch():
-    flags = learning_runs.OTHER_RUNS["dict_defaults"][0]
-    assert f"--total_environment_frames={BUDGET}" in flags and f"--target_return={THRESHOLD}" in flags
-    logdir, proc = learning_runs.current().wait("dict_defaults", TIMEOUT)
-    assert proc.proc.returncode == 0, proc.output()
-    printed = [line for line in proc.lines if line.startswith("network: ")]
-    assert printed == ["network: multi_input (observation {ball: [10, 10, 1] uint8 (small image), paddle: [5] "
-                       "float32 (vector)}: a dict of arrays; --network overrides)"], proc.output()
-    with open(os.path.join(logdir, "config.json")) as f:
-        assert json.load(f)["agent"]["network"] == "multi_input"
-    reached = first_frames_reaching(episodes(logdir), THRESHOLD)
-    assert reached is not None and reached <= BUDGET, [e.episode_return for e in episodes(logdir)[-20:]]
+    logdir, proc = learning_runs.check_default_network_run(
+        "dict_defaults", "network: multi_input (observation {ball: [10, 10, 1] uint8 (small image), paddle: [5] "
+        "float32 (vector)}: a dict of arrays; --network overrides)", "multi_input", BUDGET, THRESHOLD, TIMEOUT)
     # The run ends by exporting its SavedModel, whose serving signature takes one input per key.
     assert os.path.isdir(os.path.join(logdir, "saved_model")), proc.output()
 
