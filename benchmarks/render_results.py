@@ -383,6 +383,30 @@ def minatar_table() -> str:
             + (aggs + " (rliable's IQM and 95% interval)." if aggs else ""))
 
 
+def peers_table() -> str:
+    """seed_rl and Sample Factory side by side on Pong (``benchmarks/peers_sample_factory.py``)."""
+    entry = _load_json("peers_sample_factory.json")
+    if entry is None:
+        return "Not run yet: `python benchmarks/peers_sample_factory.py` (about 40 minutes with its defaults)."
+    d = entry["data"]
+    rows = []
+    for side in ("seed_rl_matched", "sf_matched", "seed_rl_default", "sf_default"):
+        per_round = [r["fps"].get(side) for r in d["per_round"]]
+        rows.append([f"`{side}`", d["sides"][side]["config"], _fmt(d["median_fps"].get(side)),
+                     ", ".join(_fmt(x) for x in per_round), _fmt(d["median_trained_fps"].get(side))])
+    table = _table(["side", "what it runs", "env frames/s (median)", "per round", "trained frames/s (median)"],
+                   rows, "llrrr")
+    ratios = d["ratios"]
+    return (f"{table}\n\nseed_rl / Sample Factory, medians of {d['rounds']} interleaved rounds of "
+            f"{d['seconds']:g} s (after {d['warmup']:g} s of warm-up): matched network "
+            f"{_fmt(ratios['matched']['median_ratio'], 2)}x (goal {d['goal']:g}x: {_pass(d['passed'])}), each "
+            f"project's own Atari default {_fmt(ratios['default']['median_ratio'], 2)}x; on trained frames "
+            f"{_fmt(ratios['matched']['trained_ratio'], 2)}x and {_fmt(ratios['default']['trained_ratio'], 2)}x. "
+            f"From `benchmarks/results/peers_sample_factory.json` (commit {entry['commit']}, {entry['date']}; "
+            f"Sample Factory {d['sf_versions'].get('sample-factory', '?')}); what each side runs: "
+            "benchmarks/README.md.")
+
+
 # ----------------------------------------------------------------------------------- the scripts' own reports
 
 REPORT_FILES = ("benchmarks/RESULTS.md", "benchmarks/RESULTS_replay.md", "benchmarks/RESULTS_transport.md")
@@ -510,6 +534,8 @@ def results_summary() -> str:
         "The five MinAtar games (Young & Tian 2019) through `--env=classic --env_name=minatar.gym:MinAtar/GAME-v1`, "
         "with the defaults the CLI picks for any env with such observations (no per-game settings):\n\n"
         f"{minatar_table()}\n\n"
+        "### Peers: seed_rl and Sample Factory on Pong\n\n"
+        f"{peers_table()}\n\n"
         "### Does the main job's policy play what the run reports?\n\n"
         "`./run_local.sh`'s preset on CartPole-v1 (`python benchmarks/cartpole_final_eval.py`): the best and the "
         "last training windows of 20 episodes beside the closing greedy evaluation (10 episodes) of the best and "

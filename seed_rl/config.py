@@ -602,14 +602,20 @@ def replace(obj: T, **changes: Any) -> T:
 
 def help_of(cls: type, name: str) -> str:
     """The help text of the field flag ``name`` sets in ``cls``. A field of a section gets the source of the value
-    ``cls`` gives it, from the section field's ``sources``: ``Initial learning rate (dmlab/vtrace_main.py).``"""
+    ``cls`` gives it, from the section field's ``sources``, with that default: ``Initial learning rate
+    (atari/r2d2_main.py: 0.00048).``"""
     leaf = flat_fields(cls)[name]
     text = str(leaf.field.metadata.get("help", ""))
-    holder, sources = cls, {}
+    holder, sources, default = cls, {}, None
     for section in leaf.path[:-1]:
-        sources = {f.name: f for f in dataclasses.fields(holder)}[section].metadata.get("sources", {})
+        section_field = {f.name: f for f in dataclasses.fields(holder)}[section]
+        sources = section_field.metadata.get("sources", {})
+        default = section_field.default if section_field.default is not dataclasses.MISSING else None
         holder = sections(holder)[section]
     source = sources.get(leaf.path[-1])
+    if source and default is not None and ":" not in source:  # the agent's own default beside where it comes from
+        value = getattr(default, leaf.path[-1])
+        source = f"{source}: {value:g}" if isinstance(value, float) else f"{source}: {value!r}"
     return f"{text.rstrip('.')} ({source})." if source else text
 
 

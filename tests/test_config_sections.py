@@ -113,8 +113,11 @@ def test_replace_flat_sets_each_flag_in_its_section_and_refuses_unknown_names():
 
 
 def test_a_shared_field_has_the_help_of_the_agent_that_sets_it():
+    # The agent's own default beside its source: a preset's value (--help shows it too) may differ.
     assert help_of(agents_lib.config_class("vtrace"), "learning_rate") == \
-        "Initial learning rate (dmlab/vtrace_main.py)."
+        "Initial learning rate (dmlab/vtrace_main.py: 0.00031867)."
+    assert help_of(agents_lib.config_class("r2d2"), "learning_rate") == \
+        "Initial learning rate (atari/r2d2_main.py: 0.00048)."
     assert help_of(agents_lib.config_class("ppo"), "learning_rate") == \
         "Initial learning rate (mujoco/ppo_main.py: 3e-4)."
     assert help_of(agents_lib.config_class("r2d2"), "rms_decay") == "RMSprop decay (rho)."  # no source: a default

@@ -32,8 +32,8 @@ class R2D2Config:
     optimizer: OptimizerConfig = field(
         OptimizerConfig(kind="adam", learning_rate=0.00048, adam_epsilon=1e-3, clip_norm=40.0),
         "Adam with a constant learning rate (main file).",
-        sources={"kind": "main file", "learning_rate": "main file", "lr_schedule": "main file",
-                 "adam_epsilon": "main file", "clip_norm": "learner flags"})
+        sources={"kind": "atari/r2d2_main.py", "learning_rate": "atari/r2d2_main.py", "lr_schedule": "atari/r2d2_main.py",
+                 "adam_epsilon": "atari/r2d2_main.py", "clip_norm": "agents/r2d2/learner.py"})
     update_target_every_n_step: int = field(2500, "Copy the online network to the target network this often.")
     # Acting.
     eval_epsilon: float = field(1e-3, "Epsilon of the evaluation envs (the highest env ids).")

@@ -38,7 +38,7 @@ class SACConfig:
     optimizer: OptimizerConfig = field(
         OptimizerConfig(kind="adam", learning_rate=3e-4, adam_epsilon=1e-7, clip_norm=0.0),
         "Adam with a constant learning rate (main file).",
-        sources={"kind": "main file", "learning_rate": "main file", "lr_schedule": "main file",
+        sources={"kind": "mujoco/sac_main.py", "learning_rate": "mujoco/sac_main.py", "lr_schedule": "mujoco/sac_main.py",
                  "adam_epsilon": "Keras' default, as the original's tf.keras Adam",
                  "clip_norm": "the original does not clip"})
     # Network (main file): ActorCriticMLP, or the original's ActorCriticLSTM (networks.py; no main file uses it).
