@@ -19,6 +19,7 @@ import json
 import logging
 import math
 import os
+import shlex
 import threading
 import time
 from typing import TYPE_CHECKING, Optional
@@ -617,6 +618,7 @@ class Learner:
                       f"{os.path.basename(self.videos.written[-1])})", flush=True)
         self._drain_episodes()
         self.status.finish()
+        eval_hint = f"seed-rl eval --logdir={shlex.quote(self.config.run.tracking.logdir)}"
         path = self.save_checkpoint()
         if path is None:
             latest = self.checkpoints.manager.latest_checkpoint
@@ -624,7 +626,7 @@ class Learner:
             print(f"seed_rl learner: no checkpoint written (variables not finite); {kept}", flush=True)
         else:
             print(f"seed_rl learner: saved checkpoint {path} at {self.env_frames:,d} frames, "
-                  f"{int(self.policy_version.numpy())} train steps (the latest; seed-rl eval --checkpoint=latest)",
+                  f"{int(self.policy_version.numpy())} train steps (the latest; {eval_hint})",
                   flush=True)
         self._maybe_save_best()
         best = self.best.record
@@ -634,7 +636,7 @@ class Learner:
                       f"{best['greedy_episodes']} episodes" if "greedy_mean_return" in best else "")
             print(f"seed_rl learner: best checkpoint {os.path.join(self.best.directory, best['path'])}: mean return "
                   f"{best['mean_return']:.2f} over {best['episodes']} consecutive {kind} at "
-                  f"{best['env_frames']:,d} frames{greedy} (seed-rl eval --checkpoint=best)", flush=True)
+                  f"{best['env_frames']:,d} frames{greedy} ({eval_hint} --checkpoint=best)", flush=True)
         try:
             export_saved_model(self.agent, os.path.join(self.config.run.tracking.logdir, "saved_model"),
                                self.observation_spec)

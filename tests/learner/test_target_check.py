@@ -43,6 +43,9 @@ def test_a_greedy_check_that_passes_stops_the_run_with_those_weights_as_final_an
     assert run.learner.finished, out
     assert "greedy evaluation of policy version" in out and "over 3 episodes" in out, out
     logdir = run.config.run.tracking.logdir
+    # The closing lines say how to evaluate both checkpoints of this run directory.
+    assert f"(the latest; seed-rl eval --logdir={logdir})" in out, out
+    assert f"(seed-rl eval --logdir={logdir} --checkpoint=best)" in out, out
     with open(os.path.join(logdir, "checkpoints", "best", "best.json")) as f:
         best = json.load(f)
     assert best["greedy_episodes"] == 3 and best["greedy_mean_return"] >= TARGET, best
