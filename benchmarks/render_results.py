@@ -392,7 +392,7 @@ def peers_table() -> str:
     rows = []
     for side in ("seed_rl_matched", "sf_matched", "seed_rl_default", "sf_default"):
         per_round = [r["fps"].get(side) for r in d["per_round"]]
-        rows.append([f"`{side}`", d["sides"][side]["config"], _fmt(d["median_fps"].get(side)),
+        rows.append([f"`{side}`", d["sides"][side]["description"], _fmt(d["median_fps"].get(side)),
                      ", ".join(_fmt(x) for x in per_round), _fmt(d["median_trained_fps"].get(side))])
     table = _table(["side", "what it runs", "env frames/s (median)", "per round", "trained frames/s (median)"],
                    rows, "llrrr")
