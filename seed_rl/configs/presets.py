@@ -23,9 +23,9 @@ def classic_vtrace() -> Config:
 
     The original has no CartPole preset. Network and optimizer follow its MuJoCo V-trace main file (MLP 2 x 64,
     no LSTM, Adam); tuned here for CartPole: a separate value torso (with a shared torso the value gradients
-    of returns up to ~100 swamp the policy and the return plateaus near 200-300), learning rate 2e-3 with the
-    original's linear decay, entropy cost 0.01, unroll 20, batch 16. Measured with an in-process synchronous
-    loop: a mean return >= 400 over 20 episodes after 55k-100k frames for three seeds.
+    of returns up to ~100 swamp the policy and the return plateaus near 200-300), learning rate 1e-3 with the
+    original's linear decay (at 2e-3 runs often collapsed after reaching 300-360: docs/presets.md), entropy cost
+    0.01, unroll 20, batch 16.
     """
     return Config(
         env=EnvConfig(family="classic", name="CartPole-v1", num_action_repeats=1),
@@ -36,7 +36,7 @@ def classic_vtrace() -> Config:
         agent_name="vtrace",
         agent=VTraceConfig(network="mlp", mlp_sizes=(64, 64), lstm_size=0, use_reward_and_action=False,
                            separate_value_network=True, entropy_cost=0.01, discounting=0.99, baseline_cost=0.5,
-                           optimizer=OptimizerConfig(kind="adam", learning_rate=2e-3, lr_schedule="linear",
+                           optimizer=OptimizerConfig(kind="adam", learning_rate=1e-3, lr_schedule="linear",
                                                      adam_epsilon=1e-7)),
     )
 

@@ -70,7 +70,7 @@ def test_another_agent_or_env_is_refused_naming_the_field(run_dir, change, field
 def test_a_change_that_can_resume_is_listed_and_recorded(tmp_path, caplog):
     logdir = str(tmp_path / "run")
     Learner(_config(logdir)).checkpoints.save(1)
-    config = _config(logdir, learning_rate=1e-3)
+    config = _config(logdir, learning_rate=5e-4)
     config = replace(config, run=replace_flat(config.run, total_environment_frames=123_456))
     with caplog.at_level("WARNING"):
         learner = Learner(config)
@@ -79,7 +79,7 @@ def test_a_change_that_can_resume_is_listed_and_recorded(tmp_path, caplog):
     with open(os.path.join(logdir, CHANGES_FILE)) as f:
         lines = f.read().splitlines()
     assert len(lines) == 2
-    assert lines[0].endswith("agent.learning_rate: 0.002 -> 0.001")  # classic_vtrace's rate, then the new one
+    assert lines[0].endswith("agent.learning_rate: 0.001 -> 0.0005")  # classic_vtrace's rate, then the new one
     assert lines[1].endswith("run.total_environment_frames: 1000000 -> 123456")
     with open(os.path.join(logdir, "config.json")) as f:
         assert '"total_environment_frames": 123456' in f.read()  # config.json holds what this session runs
