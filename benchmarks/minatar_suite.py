@@ -12,7 +12,7 @@ are of training returns; one frame is one env step, MinAtar has no frame skip). 
 ``PAPER`` is read off its figure at 5M frames (about +-5%), the better of DQN and actor-critic(lambda) per game.
 Writes ``benchmarks/results/minatar_suite.json``, data keys: frames, last_episodes, paper {game: score}, runs [{game,
 agent, seed, episodes, env_frames, score, curve [[frames, mean of the last 100]], wall_hours, finished, network,
-preset}], aggregates {agent: {games, seeds_per_game, at_or_above_paper, normalized_iqm, ci95}} (the IQM of the
+preset, learning_rate}], aggregates {agent: {games, seeds_per_game, at_or_above_paper, normalized_iqm, ci95}} (the IQM of the
 paper-normalised scores and its 95% stratified-bootstrap interval, as rliable computes them), commands; ``benchmarks/results/minatar_suite.png`` (the
 curves, seeds with their spread) and, through ``render_results.py``, the MinAtar table in RESULTS.md.
 
@@ -83,7 +83,16 @@ def summarize(logdir: str) -> dict:
             "curve": [[int(ends[i]), round(float(means[i]), 3)] for i in picks],
             "wall_hours": round(float(eps[-1].wall_time - eps[0].wall_time) / 3600, 3),
             "finished": os.path.exists(os.path.join(logdir, "finished.json")),
-            "network": config.get("agent", {}).get("network"), "preset": config.get("preset")}
+            "network": config.get("agent", {}).get("network"), "preset": config.get("preset"),
+            "learning_rate": _learning_rate(config.get("agent", {}))}
+
+
+def _learning_rate(agent: dict):
+    """The run's learning rate from its config.json: ``agent.optimizer.learning_rate`` (``agent.learning_rate``
+    in the flat layout of runs before the optimizer section), so that a run trained under an older default says
+    so."""
+    optimizer = agent.get("optimizer")
+    return optimizer.get("learning_rate") if isinstance(optimizer, dict) else agent.get("learning_rate")
 
 
 def aggregates(runs: List[dict], reps: int = 20_000, seed: int = 0) -> Dict[str, dict]:

@@ -377,9 +377,15 @@ def minatar_table() -> str:
     aggs = "; ".join(f"{agent}: at or above the paper on {len(a['at_or_above_paper'])} of {len(a['games'])} "
                      f"finished games, IQM of score / paper {a['normalized_iqm']:.2f} [{a['ci95'][0]:.2f}, "
                      f"{a['ci95'][1]:.2f}]" for agent, a in d["aggregates"].items())
+    rates = "; ".join(
+        f"{agent} " + ", ".join(f"{lr:g}" if lr is not None else "not recorded"
+                                for lr in sorted({r.get("learning_rate") for r in d["runs"] if r["agent"] == agent},
+                                                 key=lambda x: (x is None, x or 0)))
+        for agent in agents)
     return (f"{table}\n\nMean return of the last {d['last_episodes']} training episodes at {_frames(d['frames'])} "
             f"frames, median [min, max] over seeds (`benchmarks/results/minatar_suite.json`, commit "
             f"{entry['commit']}, {entry['date']}; curves: `benchmarks/results/minatar_suite.png`). "
+            f"Learning rates the runs trained with (their config.json): {rates}. "
             + (aggs + " (rliable's IQM and 95% interval)." if aggs else ""))
 
 
