@@ -8,19 +8,34 @@ settings interleaved over ``--rounds`` rounds in this one process, so that they 
 table gives the median over rounds of the frames per second (agent steps x frame skip) and of the frames per
 CPU-second of the process (the engine's worker threads included), and each setting's ratio to gymnasium's.
 
+Then, end to end (``--e2e_seconds``, 0 skips it): the whole system as ``seed-rl train --preset=<preset>`` runs it
+(the learner and its actor processes on this machine, ``_common.measure_local_run``: env frames the learner
+received per second over a window that starts ``--e2e_warmup`` s after its second train step), once per engine
+setting and round, each in its own process, the settings interleaved over ``--e2e_rounds`` rounds. On a small
+machine the actors' envs share the cores with the learner, so an engine that steps faster alone by using more
+threads need not make the whole run faster; the default engine is the one that wins here.
+
 Run:  python benchmarks/atari_engine_speed.py [--seconds 20] [--rounds 5] [--engine_threads 1,0]
+      [--e2e_seconds 30] [--e2e_rounds 2]
 Result file: benchmarks/results/atari_engine_speed.json (``_common.write_result``: command, commit, date, machine,
 load average), data keys: preset, game, frame_skip, env_batch_size, actor_env_groups, seconds, options (the env
 options), summary {setting: {atari_engine, atari_engine_threads, median_frames_per_s, median_frames_per_cpu_s,
 ratio_to_gymnasium, cpu_ratio_to_gymnasium}}, rounds {setting: [{frames_per_s, frames_per_cpu_s, agent_steps,
-wall_s, cpu_s, episode_ends}]}. ``--no_write`` prints only.
+wall_s, cpu_s, episode_ends}]}, e2e {seconds, warmup, rounds, summary {setting: {median_frames_per_s,
+ratio_to_gymnasium}}, runs {setting: [measure_local_run's numbers]}} (absent with ``--e2e_seconds=0``).
+``--no_write`` prints only.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 
 import _common
@@ -67,6 +82,56 @@ class _Envs:
             batch.close()
 
 
+E2E_RESULT = "E2E_RESULT "
+
+
+def _engine_config(preset: str, game: str, engine: str, threads: int, logdir: str):
+    """The preset's config with the engine setting, the game, and nothing written that a measurement would wait on."""
+    from seed_rl.config import replace_flat
+    from seed_rl.configs import get_preset
+
+    config = get_preset(preset)
+    env = config.env if not game else dataclasses.replace(config.env, name=game)
+    env = dataclasses.replace(env, options=dataclasses.replace(env.options, atari_engine=engine,
+                                                               atari_engine_threads=threads))
+    run = replace_flat(config.run, logdir=logdir, server_address="127.0.0.1:0", save_checkpoint_secs=1e9,
+                       summary_period_secs=1e9, total_environment_frames=10**12)
+    return dataclasses.replace(config, env=env, run=run)
+
+
+def e2e_child(args) -> None:
+    """One end-to-end measurement (run as a child process): prints ``E2E_RESULT <json>``."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    engine, threads = args._e2e_child.split(":")
+    with tempfile.TemporaryDirectory(prefix="seed_rl_engine_e2e_") as tmp:
+        config = _engine_config(args.preset, args.game, engine, int(threads), os.path.join(tmp, "run"))
+        result = _common.measure_local_run(config, warmup=args.e2e_warmup, seconds=args.e2e_seconds,
+                                           min_train_steps=2)
+    print(E2E_RESULT + json.dumps(_common.local_run_data(result)), flush=True)
+
+
+def run_e2e(args, settings) -> dict:
+    """Each setting end to end, ``--e2e_rounds`` interleaved rounds, each measurement its own process."""
+    runs: dict[str, list[dict]] = {label: [] for label, _, _ in settings}
+    for r in range(args.e2e_rounds):
+        for label, engine, threads in settings:
+            cmd = [sys.executable, os.path.abspath(__file__), f"--_e2e_child={engine}:{threads}",
+                   f"--preset={args.preset}", f"--game={args.game}", f"--e2e_seconds={args.e2e_seconds:g}",
+                   f"--e2e_warmup={args.e2e_warmup:g}"]
+            out = subprocess.run(cmd, capture_output=True, text=True, env=_common.child_env())
+            lines = [ln for ln in out.stdout.splitlines() if ln.startswith(E2E_RESULT)]
+            if out.returncode != 0 or not lines:
+                raise RuntimeError(f"{label}: end-to-end run failed (exit {out.returncode}):\n{out.stderr[-3000:]}")
+            runs[label].append(json.loads(lines[-1][len(E2E_RESULT):]))
+            print(f"e2e round {r + 1}/{args.e2e_rounds} {label}: {runs[label][-1]['fps']:,.0f} frames/s", flush=True)
+    base = statistics.median(x["fps"] for x in runs["gymnasium"])
+    summary = {label: {"median_frames_per_s": statistics.median(x["fps"] for x in runs[label]),
+                       "ratio_to_gymnasium": statistics.median(x["fps"] for x in runs[label]) / base}
+               for label in runs}
+    return {"seconds": args.e2e_seconds, "warmup": args.e2e_warmup, "rounds": args.e2e_rounds,
+            "summary": summary, "runs": runs}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", default="atari_vtrace_fast", help="whose env config (and batch) to step")
@@ -79,7 +144,15 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0, help="per setting and round")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--no_write", dest="write", action="store_false", help="print only; write no results file")
+    parser.add_argument("--e2e_seconds", type=float, default=30.0,
+                        help="end-to-end window per setting and round (0: env stepping only)")
+    parser.add_argument("--e2e_warmup", type=float, default=15.0, help="seconds after the second train step")
+    parser.add_argument("--e2e_rounds", type=int, default=2)
+    parser.add_argument("--_e2e_child", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args._e2e_child:
+        e2e_child(args)
+        return
     t_script = time.monotonic()
     load_before = _common.loadavg()
 
@@ -125,10 +198,18 @@ def main() -> None:
           f"groups, {args.rounds} rounds of {args.seconds:g} s, load average before: {load_before}")
     print(_common.markdown_table(["engine", "frames/s (median)", "vs gymnasium", "frames per CPU-s",
                                   "vs gymnasium"], rows))
+    e2e = run_e2e(args, settings) if args.e2e_seconds > 0 else None
+    if e2e:
+        print(f"\nend to end, {args.preset} on this machine, {args.e2e_rounds} rounds of {args.e2e_seconds:g} s:")
+        print(_common.markdown_table(["engine", "frames/s (median)", "vs gymnasium"],
+                                     [(label, f"{v['median_frames_per_s']:,.0f}", f"{v['ratio_to_gymnasium']:.2f}")
+                                      for label, v in e2e["summary"].items()]))
     if args.write:
         data = {"preset": args.preset, "game": env_config.name, "frame_skip": frame_skip,
                 "env_batch_size": env_batch_size, "actor_env_groups": groups, "seconds": args.seconds,
                 "options": dataclasses.asdict(env_config.options), "summary": summary, "rounds": rounds}
+        if e2e:
+            data["e2e"] = e2e
         print(f"wrote {_common.write_result('atari_engine_speed', data, load_before=load_before)}")
     print(f"(script wall time {time.monotonic() - t_script:.0f} s)")
 
