@@ -374,3 +374,22 @@ def test_the_report_check_catches_a_report_from_another_run():
     assert edited != pong.text and _report_problems(type(pong)(pong.path, pong.name, edited))
     unbacked = reports["inference_latency"]
     assert _report_problems(type(unbacked)(unbacked.path, unbacked.name, "no date here"))
+
+
+def test_the_engine_row_says_whether_the_default_engine_is_the_faster_end_to_end():
+    summary = {"gymnasium": {"atari_engine": "gymnasium", "median_frames_per_s": 7000.0, "ratio_to_gymnasium": 1.0,
+                             "cpu_ratio_to_gymnasium": 1.0},
+               "ale_vector, threads: 1": {"atari_engine": "ale_vector", "median_frames_per_s": 5600.0,
+                                          "ratio_to_gymnasium": 0.8, "cpu_ratio_to_gymnasium": 0.8}}
+    _, _, status = render_results._engine_speed({"summary": summary})
+    assert "end to end not measured" in status
+
+    def e2e(gym: float, vec: float) -> dict:
+        return {"summary": {"gymnasium": {"median_frames_per_s": gym, "ratio_to_gymnasium": 1.0},
+                            "ale_vector, threads: 1": {"median_frames_per_s": vec, "ratio_to_gymnasium": vec / gym}}}
+
+    measured, _, status = render_results._engine_speed({"summary": summary, "e2e": e2e(3000.0, 2000.0)})
+    assert "end to end (the preset's whole run): gymnasium 3,000 frames/s" in measured
+    assert status == "default gymnasium: **the faster end to end**"
+    _, _, status = render_results._engine_speed({"summary": summary, "e2e": e2e(2000.0, 3000.0)})
+    assert status == "default gymnasium: **not the faster end to end (ale_vector, threads: 1)**"
