@@ -16,7 +16,7 @@ preset, learning_rate}], aggregates {agent: {games, seeds_per_game, at_or_above_
 paper-normalised scores and its 95% stratified-bootstrap interval, as rliable computes them), commands; ``benchmarks/results/minatar_suite.png`` (the
 curves, seeds with their spread) and, through ``render_results.py``, the MinAtar table in RESULTS.md.
 
-Run:  python benchmarks/minatar_suite.py [--agents=vtrace,ppo] [--seeds=1] [--recommended=ppo]
+Run:  python benchmarks/minatar_suite.py [--agents=vtrace,ppo] [--seeds=1] [--recommended=vtrace]
       [--recommended_seeds=1,2,3] [--games=Asterix,...] [--frames=5000000] [--workdir=runs/minatar_suite]
 """
 
@@ -145,7 +145,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--agents", default="vtrace,ppo")
     parser.add_argument("--seeds", default="1")
-    parser.add_argument("--recommended", default="ppo", help="the agent the docs recommend for such envs")
+    parser.add_argument("--recommended", default="vtrace",
+                        help="the agent the docs recommend for such envs (docs/environments.md, MinAtar)")
     parser.add_argument("--recommended_seeds", default="1,2,3")
     parser.add_argument("--games", default=",".join(GAMES))
     parser.add_argument("--frames", type=int, default=5_000_000)

@@ -368,7 +368,7 @@ def minatar_table() -> str:
     entry = _load_json("minatar_suite.json")
     if entry is None:
         return ("Not run yet: `python benchmarks/minatar_suite.py` (5 games x V-trace and PPO x 5M frames, and 3 "
-                "seeds of PPO; resumable).")
+                "seeds of V-trace; resumable).")
     d = entry["data"]
     agents = sorted({r["agent"] for r in d["runs"]})
     rows = []
