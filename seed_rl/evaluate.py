@@ -19,7 +19,7 @@ from seed_rl import agents as agents_lib
 from seed_rl.config import Config
 from seed_rl.envs import create_environment, env_specs
 from seed_rl.learner.checkpoints import BEST_DIR, CHECKPOINT_DIR
-from seed_rl.learner.play import Episode, play_episodes, policy_step, record_video
+from seed_rl.learner.play import Episode, env_action, play_episodes, policy_step, record_video
 from seed_rl.types import Agent, EnvOutput
 
 
@@ -151,8 +151,7 @@ class Policy:
         action, self._state = self._step(self._prev_action, env_output, self._state)
         self._prev_action = action
         self._steps += 1
-        value = action.numpy()[0]
-        return int(value) if np.issubdtype(np.asarray(value).dtype, np.integer) else value
+        return env_action(action)
 
 
 def load_policy(logdir: str, checkpoint: Union[str, int] = "latest", greedy: bool = False,
