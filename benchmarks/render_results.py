@@ -189,6 +189,52 @@ def curve_figures(curve: Curve) -> dict:
     return out
 
 
+# A set of seeds (``benchmarks/atari_learning.py --seeds``) writes ``<env>_<game>_<agent>[_<tag>]_seeds.json``: the
+# per-seed figures and their spread, which its row quotes; its per-seed CSVs hold the episodes they come from
+# (tests/test_results_docs.py recomputes the figures from them).
+SEEDS_SUFFIX = "_seeds.json"
+FAMILY_NAMES = {"atari": "Atari", "football": "Football", "mujoco": "MuJoCo", "dmlab": "DMLab", "classic": "Classic"}
+
+
+def seeds_files() -> List[str]:
+    """The sets of seeds' results files under benchmarks/results/, by name."""
+    return sorted(f for f in os.listdir(RESULTS) if f.endswith(SEEDS_SUFFIX))
+
+
+def _spread(s: dict, fmt: Callable[[float], str], none: str = "-") -> str:
+    """``median [min, max]`` of a set's figure (one figure when all three read the same), ``none`` for a null."""
+    def one(v: Optional[float]) -> str:
+        return none if v is None else fmt(v)
+
+    texts = [one(s["median"]), one(s["min"]), one(s["max"])]
+    return texts[0] if s["min"] is not None and len(set(texts)) == 1 else f"{texts[0]} [{texts[1]}, {texts[2]}]"
+
+
+def seeds_row(entry: dict, file: str) -> List[str]:
+    """The learning-curves row of a set of seeds' results file (``entry``, as ``_common.write_result`` wrote it):
+    the seeds' length, their windows of 20 and, per level, how many seeds reached it and when, as median [min, max]
+    across seeds (a seed that never reached a level counts as never)."""
+    d = entry["data"]
+    across, n = d["across_seeds"], len(d["seeds"])
+    finished = sum(1 for s in d["per_seed"] if s["finished"])
+    what = (f"{FAMILY_NAMES.get(d['env'], d['env'])} {d['game']}{' (' + d['tag'] + ')' if d['tag'] else ''}, "
+            f"{AGENT_NAMES.get(d['agent'], d['agent'])} `{d['preset']}`, {n} seeds ({', '.join(map(str, d['seeds']))})"
+            + ("" if d["complete"] else f", **{finished} of {n} finished**"))
+    length = (f"per seed: {_spread(across['env_frames'], _frames)} frames, "
+              f"{_spread(across['training_hours'], lambda x: f'{x:.2f}')} h, "
+              f"{_spread(across['episodes'], lambda x: f'{x:,.0f}')} episodes")
+    windows = ", ".join(f"{label} {_spread(across[key], lambda x: _fmt(x, 2))}" for label, key in (
+        ("first", "first_window_mean"), ("last", "last_window_mean"), ("best", "best_window_mean")))
+    levels = "; ".join(
+        f"first window >= {level}: {hit['reached']}/{hit['seeds']} seeds"
+        + (f", at {_spread(hit['frames'], _frames, 'never')} frames "
+           f"({_spread(hit['hours'], lambda x: f'{x:.2f}', 'never')} h)" if hit["reached"] else "")
+        for level, hit in across["levels"].items())
+    measured = f"windows of {d['window']} episodes: {windows}" + (f"; {levels}" if levels else "")
+    episodes = f"`benchmarks/results/{d['stem']}_seed_<s>.csv`"
+    return [what, length, measured, f"`benchmarks/results/{file}` (episodes: {episodes}); `{d['run_command']}`"]
+
+
 def curves_table() -> str:
     rows = []
     for curve in CURVES:
@@ -207,7 +253,18 @@ def curves_table() -> str:
         note = f" ({note}" if note else ""
         rows.append([curve.what, f"{_frames(fig['frames'])} frames, {fig['hours']:.2f} h, {fig['episodes']:,} "
                      "episodes", measured, f"`benchmarks/results/{curve.file}`; `{command}`{note}"])
-    return _table(["run", "length", "score", "file; command"], rows, "llll")
+    sets = seeds_files()
+    for file in sets:
+        entry = _load_json(file)
+        assert entry is not None
+        rows.append(seeds_row(entry, file))
+    table = _table(["run", "length", "score", "file; command"], rows, "llll")
+    if sets:
+        table += ("\n\nA row of several seeds gives each figure as the median [min, max] across its seeds; a seed "
+                  "that never reached a level counts as never, so a median is there only when at least half of the "
+                  "seeds reached the level. Curves: the results file's `.png` beside it (every seed, their median "
+                  "and min-max band, against frames and against training hours).")
+    return table
 
 
 def final_eval_table() -> str:
@@ -449,8 +506,10 @@ class Report:
     @property
     def results_file(self) -> Optional[str]:
         """The file under ``benchmarks/results/`` that holds the same run's numbers: ``<name>.json``, or a learning
-        run's episodes (section ``<env>_learning_<rest>``: ``<env>_<rest>.csv``); None when there is none."""
-        for candidate in (f"{self.name}.json", self.name.replace("_learning_", "_", 1) + ".csv"):
+        run's episodes (section ``<env>_learning_<rest>``: ``<env>_<rest>.csv``), or a set of seeds' results file
+        (section ``<env>_learning_<rest>_seeds``: ``<env>_<rest>_seeds.json``); None when there is none."""
+        learning = self.name.replace("_learning_", "_", 1)
+        for candidate in (f"{self.name}.json", f"{learning}.csv", f"{learning}.json"):
             if os.path.exists(os.path.join(RESULTS, candidate)):
                 return candidate
         return None

@@ -393,3 +393,123 @@ def test_the_engine_row_says_whether_the_default_engine_is_the_faster_end_to_end
     assert status == "default gymnasium: **the faster end to end**"
     _, _, status = render_results._engine_speed({"summary": summary, "e2e": e2e(2000.0, 3000.0)})
     assert status == "default gymnasium: **not the faster end to end (ale_vector, threads: 1)**"
+
+
+# ------------------------------------------------------------------------- sets of seeds (atari_learning --seeds)
+
+def _close(a, b) -> bool:
+    """``a`` and ``b`` alike: the same keys, None where the other is None, numbers within what a results file's 6
+    significant digits and a CSV's 4 decimals of hours leave."""
+    if isinstance(a, dict) or isinstance(b, dict):
+        return isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys() and all(_close(a[k], b[k])
+                                                                                               for k in a)
+    if a is None or b is None:
+        return a is b
+    return abs(float(a) - float(b)) <= 1e-4 + 1e-5 * abs(float(b))
+
+
+def _seeds_problems(file: str) -> List[str]:
+    """Why a set of seeds' results file is not what its per-seed episodes say: each seed's figures recomputed from
+    its CSV, and the figures across seeds from those."""
+    import atari_learning
+
+    with open(os.path.join(render_results.RESULTS, file)) as f:
+        data = json.load(f)["data"]
+    problems = []
+    for seed in data["per_seed"]:
+        if seed["csv"] is None:
+            if seed["episodes"]:
+                problems.append(f"{file}: seed {seed['seed']} has {seed['episodes']} episodes and no CSV")
+            continue
+        frames, hours, score = render_results.read_curve(os.path.join(render_results.RESULTS, seed["csv"]))
+        figures = atari_learning.window_figures(frames, hours, score, data["levels"])
+        problems += [f"{file}: seed {seed['seed']}: {key} {seed[key]}, its episodes say {value}"
+                     for key, value in figures.items() if not _close(seed[key], value)]
+        if len(hours) and seed["training_hours"] < hours[-1] - 1e-4:
+            problems.append(f"{file}: seed {seed['seed']} trained {seed['training_hours']} h, its episodes end at "
+                            f"{hours[-1]}")
+    if not _close(data["across_seeds"], atari_learning.across_seeds(data["per_seed"], data["levels"])):
+        problems.append(f"{file}: across_seeds is not what its seeds' figures give")
+    return problems
+
+
+def test_each_set_of_seeds_is_what_its_episodes_say():
+    problems = [p for file in render_results.seeds_files() for p in _seeds_problems(file)]
+    assert not problems, problems
+
+
+def test_the_seeds_check_catches_a_figure_that_the_episodes_do_not_hold(tmp_path, monkeypatch):
+    """The control: a set written from made-up episodes passes; a seed's level edited, or the spread, fails."""
+    import atari_learning
+
+    monkeypatch.setattr(render_results, "RESULTS", str(tmp_path))
+    per_seed = []
+    for seed, rise in ((1, 20), (2, 30), (3, 40)):  # -21 until episode `rise`, then 18 for 20 episodes
+        score = np.array([-21.0] * rise + [18.0] * 20)
+        frames, hours = np.arange(1, len(score) + 1) * 1000, np.arange(1, len(score) + 1) / 70.0
+        atari_learning.write_episodes_csv(str(tmp_path / f"x_seed_{seed}.csv"), frames, hours, score)
+        per_seed.append(dict(seed=seed, csv=f"x_seed_{seed}.csv", training_hours=1.0,
+                             **atari_learning.window_figures(frames, hours, score, (0.0, 18.0))))
+    data = {"levels": [0.0, 18.0], "per_seed": per_seed,
+            "across_seeds": atari_learning.across_seeds(per_seed, (0.0, 18.0))}
+
+    def problems(data):
+        (tmp_path / "x_seeds.json").write_text(json.dumps({"data": data}))
+        return _seeds_problems("x_seeds.json")
+
+    assert problems(data) == []
+    assert data["across_seeds"]["levels"]["18"]["frames"]["median"] == 50_000
+    edited = json.loads(json.dumps(data))
+    edited["per_seed"][1]["levels"]["18"]["frames"] = 48_000
+    seed_2, across = problems(edited)
+    assert seed_2.startswith("x_seeds.json: seed 2: levels ") and "48000" in seed_2.split("its episodes say")[0]
+    assert "'18': {'frames': 50000" in seed_2.split("its episodes say")[1]
+    assert across == "x_seeds.json: across_seeds is not what its seeds' figures give"
+    edited = json.loads(json.dumps(data))
+    edited["across_seeds"]["last_window_mean"]["min"] = 17.0
+    assert problems(edited) == ["x_seeds.json: across_seeds is not what its seeds' figures give"]
+
+
+SEEDS_ENTRY = {"data": {
+    "env": "atari", "game": "Pong", "agent": "vtrace", "preset": "atari_vtrace_fast", "tag": "", "window": 20,
+    "stem": "atari_Pong_vtrace", "seeds": [1, 2, 3], "complete": False,
+    "run_command": "python benchmarks/atari_learning.py --game=Pong --agent=vtrace --hours=1.1 --total_frames=8000000 "
+                   "--seeds=1,2,3",
+    "per_seed": [{"seed": 1, "finished": "its budget of 8,000,000 env frames is spent (8,000,640)"},
+                 {"seed": 2, "finished": "trained 1.10 h of the 1.1 h budget"}, {"seed": 3, "finished": None}],
+    "across_seeds": {
+        "env_frames": {"median": 8.0e6, "min": 7.6e6, "max": 8.0e6, "seeds": 3},
+        "training_hours": {"median": 1.02, "min": 0.4, "max": 1.1, "seeds": 3},
+        "episodes": {"median": 1500.0, "min": 600.0, "max": 1620.0, "seeds": 3},
+        "first_window_mean": {"median": -20.4, "min": -20.6, "max": -20.3, "seeds": 3},
+        "last_window_mean": {"median": 18.4, "min": 12.0, "max": 19.2, "seeds": 3},
+        "best_window_mean": {"median": 18.9, "min": 12.6, "max": 19.5, "seeds": 3},
+        "levels": {
+            "0": {"reached": 3, "seeds": 3, "frames": {"median": 4.1e6, "min": 3.5e6, "max": 4.4e6},
+                  "hours": {"median": 0.5, "min": 0.35, "max": 0.56}},
+            "18": {"reached": 2, "seeds": 3, "frames": {"median": 6.1e6, "min": 5.2e6, "max": None},
+                   "hours": {"median": 0.8, "min": 0.7, "max": None}},
+            "20": {"reached": 0, "seeds": 3, "frames": {"median": None, "min": None, "max": None},
+                   "hours": {"median": None, "min": None, "max": None}}}}}}
+
+
+def test_a_set_of_seeds_gets_a_row_of_the_learning_curves_with_its_spread(tmp_path, monkeypatch):
+    monkeypatch.setattr(render_results, "RESULTS", str(tmp_path))
+    monkeypatch.setattr(render_results, "CURVES", ())
+    assert render_results.curves_table() == "| run | length | score | file; command |\n|---|---|---|---|"  # no set
+    (tmp_path / "atari_Pong_vtrace_seeds.json").write_text(json.dumps(SEEDS_ENTRY))
+    table = render_results.curves_table()
+    row = [c.strip() for c in table.splitlines()[2].strip("|").split(" | ")]
+    assert row == [
+        "Atari Pong, V-trace `atari_vtrace_fast`, 3 seeds (1, 2, 3), **2 of 3 finished**",
+        "per seed: 8.00M [7.60M, 8.00M] frames, 1.02 [0.40, 1.10] h, 1,500 [600, 1,620] episodes",
+        "windows of 20 episodes: first -20.40 [-20.60, -20.30], last 18.40 [12.00, 19.20], best 18.90 [12.60, "
+        "19.50]; first window >= 0: 3/3 seeds, at 4.10M [3.50M, 4.40M] frames (0.50 [0.35, 0.56] h); first window "
+        ">= 18: 2/3 seeds, at 6.10M [5.20M, never] frames (0.80 [0.70, never] h); first window >= 20: 0/3 seeds",
+        "`benchmarks/results/atari_Pong_vtrace_seeds.json` (episodes: `benchmarks/results/atari_Pong_vtrace_seed_<s>"
+        ".csv`); `python benchmarks/atari_learning.py --game=Pong --agent=vtrace --hours=1.1 --total_frames=8000000 "
+        "--seeds=1,2,3`"]
+    assert "a seed that never reached a level counts as never" in table.split(row[-1])[1]
+    # Its RESULTS.md section is backed by the file, so the report check compares their dates.
+    section = render_results.Report("benchmarks/RESULTS.md", "atari_learning_Pong_vtrace_seeds", "")
+    assert section.results_file == "atari_Pong_vtrace_seeds.json"
