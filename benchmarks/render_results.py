@@ -178,7 +178,9 @@ def curve_figures(curve: Curve) -> dict:
         out["batches"] = [(int(frames[b - 1]), float(score[a:b].mean()), int(b - a))
                           for a, b in zip(starts[:-1], starts[1:])]
         return out
-    means = np.convolve(score, np.ones(WINDOW) / WINDOW, mode="valid")
+    # Sum, then divide: a window of integer scores that sums to exactly level x WINDOW reads as the level itself
+    # (dividing each score first can leave it a rounding error under, and the level unreached).
+    means = np.convolve(score, np.ones(WINDOW), mode="valid") / WINDOW
     out.update(first=float(means[0]), last=float(means[-1]), best=float(means.max()),
                best_frames=int(frames[WINDOW - 1 + int(means.argmax())]))
     out["levels"] = {}
