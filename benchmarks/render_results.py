@@ -373,6 +373,25 @@ def _engine_speed(d: dict) -> tuple[str, str, str]:
     return measured, "the faster end to end becomes the default", status
 
 
+def _cost_growth(d: dict) -> tuple[str, str, str]:
+    def sweep(name: str, key: str) -> str:
+        cells = sorted((c for c in d["cells"] if name in c["sweeps"]), key=lambda c: c[key])
+        return ", ".join(f"{c[key]}: " + ("failed" if c["failed"] else
+                                          f"{c['fps']:,.0f} frames/s, {c['learner_cpu_s_per_1k_frames']:.2f} s")
+                         for c in cells)
+    bf = d.get("bf16") or {}
+    speedup = bf.get("speedup")
+    bf16 = (f"bfloat16 / float32 speed: train step {speedup['train']:.2f}x, inference step {speedup['inference']:.2f}x"
+            + ("" if bf.get("native") else " (this CPU has no bfloat16 instructions: emulated)")) if speedup \
+        else "bfloat16 not measured"
+    measured = (f"frames/s and learner CPU per 1,000 frames, by actors (at {d['preset_envs']} envs each): "
+                f"{sweep('actors', 'actors')}; by envs per actor (at {d['preset_actors']} actors): "
+                f"{sweep('envs', 'envs')}; {bf16}")
+    status = ("no preset enables bfloat16" if not (speedup and bf.get("native") and min(speedup.values()) > 1)
+              else "bfloat16 wins here")
+    return measured, "printed; bfloat16 enabled by a preset where it wins", status
+
+
 @dataclass(frozen=True)
 class Measured:
     file: str
@@ -401,6 +420,8 @@ MEASURED = (
     Measured("flow_control.json", "flow control: big messages, 20 ms added round trip "
              "(`python benchmarks/flow_control.py`)", _flow_control),
     Measured("many_actors.json", "many actors over gRPC (`python benchmarks/many_actors.py`)", _many_actors),
+    Measured("cost_growth.json", "how cost grows, Atari Pong `atari_vtrace_fast` (`python benchmarks/cost_growth.py`)",
+             _cost_growth),
 )
 
 

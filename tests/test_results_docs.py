@@ -513,3 +513,21 @@ def test_a_set_of_seeds_gets_a_row_of_the_learning_curves_with_its_spread(tmp_pa
     # Its RESULTS.md section is backed by the file, so the report check compares their dates.
     section = render_results.Report("benchmarks/RESULTS.md", "atari_learning_Pong_vtrace_seeds", "")
     assert section.results_file == "atari_Pong_vtrace_seeds.json"
+
+
+def test_the_cost_growth_row_reads_both_sweeps_and_says_whether_bfloat16_is_native():
+    def cell(actors, envs, sweeps, fps, cpu):
+        return {"actors": actors, "envs": envs, "sweeps": sweeps, "failed": False, "fps": fps,
+                "learner_cpu_s_per_1k_frames": cpu}
+
+    d = {"preset_actors": 2, "preset_envs": 8,
+         "cells": [cell(1, 8, ["actors"], 3000.0, 0.2), cell(2, 8, ["actors", "envs"], 5000.0, 0.15),
+                   cell(2, 4, ["envs"], 4000.0, 0.3), dict(cell(2, 64, ["envs"], 0, 0), failed=True)],
+         "bf16": {"speedup": {"train": 0.5, "inference": 0.7}, "native": False}}
+    measured, _, status = render_results._cost_growth(d)
+    assert "by actors (at 8 envs each): 1: 3,000 frames/s, 0.20 s, 2: 5,000 frames/s, 0.15 s;" in measured
+    assert "by envs per actor (at 2 actors): 4: 4,000 frames/s, 0.30 s, 8: 5,000 frames/s, 0.15 s, 64: failed;" in measured
+    assert "train step 0.50x, inference step 0.70x (this CPU has no bfloat16 instructions: emulated)" in measured
+    assert status == "no preset enables bfloat16"
+    d["bf16"] = {"speedup": {"train": 1.6, "inference": 1.2}, "native": True}
+    assert render_results._cost_growth(d)[2] == "bfloat16 wins here"
