@@ -171,7 +171,7 @@ DOC_SETTINGS: Dict[str, Dict[str, str]] = {
 
 CHECKED: Dict[str, Dict[str, Tuple[str, Callable[[], str]]]] = {
     # path: {figure as the doc quotes it: (what it is, the same figure formatted from its committed results file)}.
-    "docs/environments.md": {"1,800": ("Atari's gymnasium path: one actor's agent steps per CPU-second, in hundreds",
+    "docs/environments.md": {"2,100": ("Atari's gymnasium path: one actor's agent steps per CPU-second, in hundreds",
                                        lambda: f"{round(_atari_steps_per_cpu_s(), -2):,.0f}")},
     "docs/presets.md": {"7.15": ("R2D2 on Breakout: the last window of 20 episodes",
                                  lambda: f"{_curve('atari_Breakout_r2d2.csv')['last']:.2f}")},
@@ -392,7 +392,7 @@ def test_the_engine_row_says_whether_the_default_engine_is_the_faster_end_to_end
     assert "end to end (the preset's whole run): gymnasium 3,000 frames/s" in measured
     assert status == "default gymnasium: **the faster end to end**"
     _, _, status = render_results._engine_speed({"summary": summary, "e2e": e2e(2000.0, 3000.0)})
-    assert status == "default gymnasium: **not the faster end to end (ale_vector, threads: 1)**"
+    assert status == "default gymnasium: **not the faster end to end** (ale_vector, threads: 1: 1.50x)"
 
 
 # ------------------------------------------------------------------------- sets of seeds (atari_learning --seeds)
