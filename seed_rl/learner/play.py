@@ -11,7 +11,8 @@ import os
 import threading
 import time
 import warnings
-from typing import Callable, List, Optional
+import weakref
+from typing import Callable, Dict, List, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -30,16 +31,28 @@ class Episode:
     steps: int
 
 
+_STEPS: "weakref.WeakKeyDictionary[Agent, Dict[bool, Callable]]" = weakref.WeakKeyDictionary()
+_STEPS_LOCK = threading.Lock()
+
+
 def policy_step(agent: Agent, greedy: bool) -> Callable:
     """The agent's acting step, compiled: ``(prev_action [1], env_output [1], state) -> (action [1], state)``;
-    ``greedy`` takes the protocol's ``greedy_action`` of the outputs instead of the sampled action."""
+    ``greedy`` takes the protocol's ``greedy_action`` of the outputs instead of the sampled action. One step per
+    agent and mode: the learner's greedy check and its periodic videos share one compiled graph (tf.function
+    calls are thread-safe), instead of tracing the network twice."""
+    with _STEPS_LOCK:
+        steps = _STEPS.setdefault(agent, {})
+        if greedy not in steps:
+            ref = weakref.ref(agent)  # the cached step must not keep its key (the agent) alive
 
-    def step(prev_action, env_output, state):
-        output, state = agent.act(prev_action, env_output, state)
-        action = agent.greedy_action(output) if greedy else output.action
-        return action, state
+            def step(prev_action, env_output, state):
+                live = ref()
+                output, state = live.act(prev_action, env_output, state)
+                action = live.greedy_action(output) if greedy else output.action
+                return action, state
 
-    return tf.function(step, reduce_retracing=True)
+            steps[greedy] = tf.function(step, reduce_retracing=True)
+        return steps[greedy]
 
 
 def env_action(action: tf.Tensor):
