@@ -599,17 +599,32 @@ def agents_table_short(suite: Optional[dict] = None) -> str:
 
 
 def curves_table_short() -> str:
-    rows = []
+    """The README's table of longer runs: each set of seeds (median [min, max] across them), then each one-seed
+    curve that no set of the same run (env, game, agent, tag: the same file stem) has superseded; RESULTS.md keeps
+    them all."""
+    rows, stems = [], set()
+    for file in seeds_files():
+        d = _load_json(file)["data"]
+        stems.add(d["stem"])
+        across = d["across_seeds"]
+        what = (f"{FAMILY_NAMES.get(d['env'], d['env'])} {d['game']}{' (' + d['tag'] + ')' if d['tag'] else ''}, "
+                f"{AGENT_NAMES.get(d['agent'], d['agent'])} `{d['preset']}`, {len(d['seeds'])} seeds"
+                + ("" if d["complete"] else " (not all finished)"))
+        rows.append([what, f"{_spread(across['env_frames'], _frames)} frames, "
+                     f"{_spread(across['training_hours'], lambda x: f'{x:.2f}')} h per seed",
+                     f"{_spread(across['last_window_mean'], lambda x: _fmt(x, 2))} (last window of {d['window']}, "
+                     "median [min, max])", f"`{file}`"])
     for curve in CURVES:
+        if curve.file[:-len(".csv")] in stems:
+            continue
         fig = curve_figures(curve)
         if "batches" in fig:
             end, score, n = fig["batches"][-1]
             last = f"{_fmt(score)} (mean of the last {n} episodes, which end together)"
         else:
             last = f"{_fmt(fig['last'], 2)} (last window of {WINDOW}; best {_fmt(fig['best'], 2)})"
-        rows.append([curve.what.split(", one seed")[0], f"{_frames(fig['frames'])} frames, {fig['hours']:.2f} h",
-                     last, f"`{curve.file}`"])
-    return _table(["run (one seed)", "length", "score at the end", "file"], rows, "llrl")
+        rows.append([curve.what, f"{_frames(fig['frames'])} frames, {fig['hours']:.2f} h", last, f"`{curve.file}`"])
+    return _table(["run", "length", "score at the end", "file"], rows, "llrl")
 
 
 def readme_results() -> str:

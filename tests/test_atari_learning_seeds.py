@@ -193,6 +193,17 @@ def test_the_sets_report_writes_its_files_into_out_dir_only(tmp_path, monkeypatc
     assert path == str(out / "atari_Pong_vtrace_seeds.png") and [c["seed"] for c in curves] == [1, 2, 3]
     assert curves[1]["means"][-1] == 18.0 and len(curves[1]["frames"]) == len(curves[1]["means"]) == 31
 
+    # The README's table of longer runs quotes the set (median [min, max]) in place of the one-seed Pong curve.
+    import render_results
+    real_load = render_results._load_json
+    monkeypatch.setattr(render_results, "seeds_files", lambda: ["atari_Pong_vtrace_seeds.json"])
+    monkeypatch.setattr(render_results, "_load_json", lambda name: (
+        json.loads((out / name).read_text()) if name.endswith("_seeds.json") else real_load(name)))
+    table = render_results.curves_table_short()
+    assert ("| Atari Pong, V-trace `atari_vtrace_fast`, 3 seeds | 50K [40K, 60K] frames, 0.70 h per seed | "
+            "18.00 [10.00, 18.00] (last window of 20, median [min, max]) | `atari_Pong_vtrace_seeds.json` |") in table
+    assert "`atari_Pong_vtrace.csv`" not in table and "`atari_Breakout_r2d2.csv`" in table
+
 
 def test_seeds_flags_are_checked():
     with pytest.raises(SystemExit):
