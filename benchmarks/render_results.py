@@ -600,13 +600,13 @@ def agents_table_short(suite: Optional[dict] = None) -> str:
 
 def curves_table_short() -> str:
     """The README's table of longer runs: each set of seeds (median [min, max] across them), then each one-seed
-    curve that no set of the same run (env, game, agent, tag: the same file stem) has superseded; RESULTS.md keeps
-    them all."""
-    rows, stems = [], set()
+    curve, unless a set of the same run (env, game, agent, tag: the same file stem) went at least as far (its
+    median frames); a longer single run stays, it shows what the set's budget does not. RESULTS.md keeps all."""
+    rows, reach = [], {}
     for file in seeds_files():
         d = _load_json(file)["data"]
-        stems.add(d["stem"])
         across = d["across_seeds"]
+        reach[d["stem"]] = max(reach.get(d["stem"], 0), across["env_frames"]["median"] or 0)
         what = (f"{FAMILY_NAMES.get(d['env'], d['env'])} {d['game']}{' (' + d['tag'] + ')' if d['tag'] else ''}, "
                 f"{AGENT_NAMES.get(d['agent'], d['agent'])} `{d['preset']}`, {len(d['seeds'])} seeds"
                 + ("" if d["complete"] else " (not all finished)"))
@@ -615,9 +615,9 @@ def curves_table_short() -> str:
                      f"{_spread(across['last_window_mean'], lambda x: _fmt(x, 2))} (last window of {d['window']}, "
                      "median [min, max])", f"`{file}`"])
     for curve in CURVES:
-        if curve.file[:-len(".csv")] in stems:
-            continue
         fig = curve_figures(curve)
+        if reach.get(curve.file[:-len(".csv")], -1) >= fig["frames"]:
+            continue
         if "batches" in fig:
             end, score, n = fig["batches"][-1]
             last = f"{_fmt(score)} (mean of the last {n} episodes, which end together)"
