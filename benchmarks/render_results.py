@@ -610,9 +610,9 @@ def curves_table_short() -> str:
         what = (f"{FAMILY_NAMES.get(d['env'], d['env'])} {d['game']}{' (' + d['tag'] + ')' if d['tag'] else ''}, "
                 f"{AGENT_NAMES.get(d['agent'], d['agent'])} `{d['preset']}`, {len(d['seeds'])} seeds"
                 + ("" if d["complete"] else " (not all finished)"))
-        rows.append([what, f"{_spread(across['env_frames'], _frames)} frames, "
+        rows.append([what, f"{_frames(across['env_frames']['median'])} frames, "
                      f"{_spread(across['training_hours'], lambda x: f'{x:.2f}')} h per seed",
-                     f"{_spread(across['last_window_mean'], lambda x: _fmt(x, 2))} (last window of {d['window']}, "
+                     f"{_spread(across['last_window_mean'], lambda x: _fmt(x, 2))} (last window of {d['window']}; "
                      "median [min, max])", f"`{file}`"])
     for curve in CURVES:
         fig = curve_figures(curve)

@@ -201,8 +201,8 @@ def test_the_sets_report_writes_its_files_into_out_dir_only(tmp_path, monkeypatc
     monkeypatch.setattr(render_results, "_load_json", lambda name: (
         json.loads((out / name).read_text()) if name.endswith("_seeds.json") else real_load(name)))
     table = render_results.curves_table_short()
-    assert ("| Atari Pong, V-trace `atari_vtrace_fast`, 3 seeds | 50K [40K, 60K] frames, 0.70 h per seed | "
-            "18.00 [10.00, 18.00] (last window of 20, median [min, max]) | `atari_Pong_vtrace_seeds.json` |") in table
+    assert ("| Atari Pong, V-trace `atari_vtrace_fast`, 3 seeds | 50K frames, 0.70 h per seed | "
+            "18.00 [10.00, 18.00] (last window of 20; median [min, max]) | `atari_Pong_vtrace_seeds.json` |") in table
     assert "`atari_Pong_vtrace.csv`" in table and "`atari_Breakout_r2d2.csv`" in table
     data = json.loads((out / "atari_Pong_vtrace_seeds.json").read_text())
     data["data"]["across_seeds"]["env_frames"]["median"] = 15_000_000
