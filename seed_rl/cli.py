@@ -136,6 +136,38 @@ def _help(command: str, rest: Sequence[str] = ()) -> str:
     return "\n".join(lines).rstrip()
 
 
+_NATIVE_NOISE = re.compile(r"WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR$"
+                           r"|I\d{4} [\d:.]+ +\d+ [\w.]+:\d+\] ")
+
+
+def _load_tensorflow() -> None:
+    """Imports TensorFlow with its native INFO lines left out of stderr. On CPUs where it turns oneDNN on, TF 2.21
+    logs through absl before absl is set up, which TF_CPP_MIN_LOG_LEVEL does not reach: two "WARNING: All log
+    messages before absl::InitializeLog()" lines and two "I0000 ... oneDNN custom operations are on" INFO lines,
+    around the one line a mistake gets. stderr (fd 2) goes to a file during the import; every other line written
+    meanwhile (native warnings and errors, Python's) is written back, in order."""
+    if "tensorflow" in sys.modules:
+        return
+    import tempfile
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            import tensorflow  # noqa: F401
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            kept = [line for line in captured.read().decode(errors="replace").splitlines(keepends=True)
+                    if not _NATIVE_NOISE.match(line)]
+            if kept:
+                sys.stderr.write("".join(kept))
+                sys.stderr.flush()
+
+
 def main(argv: Sequence[str]) -> int:
     argv = list(argv)
     if len(argv) < 2 or argv[1] in ("-h", "--help", "help"):
@@ -193,6 +225,7 @@ def main(argv: Sequence[str]) -> int:
         return _run_seeds(fv, config)
     # Building the learner checks what a config can get wrong (an unknown env id, specs an agent cannot take, a
     # replay buffer that would not fit): one line and exit code 2. Errors while training keep their traceback.
+    _load_tensorflow()
     try:
         fitted = resolve.fit_to_env(fv, config)  # the network, from the env's observation spec unless named
         config = fitted.config
@@ -445,6 +478,7 @@ def _run_eval(fv: flags.FlagValues) -> int:
     import statistics
     import time
 
+    _load_tensorflow()
     from seed_rl.evaluate import Episode, evaluate
 
     mode = "greedy" if _flag(fv, "greedy") else "sampling"
