@@ -5,14 +5,17 @@ MinAtar comes from the package registry (``pip install -e '.[minatar]'``) and is
 user would: ``seed-rl train --env=classic --env_name=minatar.gym:MinAtar/Breakout-v1`` (importing the module
 registers the ids). Each run is ``seed-rl train`` in its own directory under ``--workdir``; a run with a
 ``finished.json`` is read, not rerun, and a stopped one (Ctrl-C, a killed machine) resumes from its last
-checkpoint when the command runs again, its ``episodes.csv`` continuing.
+checkpoint when the command runs again, its ``episodes.csv`` continuing. A suite spans sessions and machines: the
+finished runs of the committed results file whose directories are not under ``--workdir`` are kept (each with the
+commit that summarized it), and a run found on disk replaces its old record; an unfinished run that is not on disk
+cannot resume, so it is dropped and runs again.
 
 The score of a run is the mean return of its last 100 training episodes at the frame budget (the paper's curves
 are of training returns; one frame is one env step, MinAtar has no frame skip). The paper gives curves only:
 ``PAPER`` is read off its figure at 5M frames (about +-5%), the better of DQN and actor-critic(lambda) per game.
 Writes ``benchmarks/results/minatar_suite.json``, data keys: frames, last_episodes, paper {game: score}, runs [{game,
 agent, seed, episodes, env_frames, score, curve [[frames, mean of the last 100]], wall_hours, finished, network,
-preset, learning_rate}], aggregates {agent: {games, seeds_per_game, at_or_above_paper, normalized_iqm, ci95}} (the IQM of the
+preset, learning_rate, commit}], aggregates {agent: {games, seeds_per_game, at_or_above_paper, normalized_iqm, ci95}} (the IQM of the
 paper-normalised scores and its 95% stratified-bootstrap interval, as rliable computes them), commands; ``benchmarks/results/minatar_suite.png`` (the
 curves, seeds with their spread) and, through ``render_results.py``, the MinAtar table in RESULTS.md.
 
@@ -87,6 +90,27 @@ def summarize(logdir: str) -> dict:
             "learning_rate": _learning_rate(config.get("agent", {}))}
 
 
+def merge_runs(found: List[dict], previous: List[dict], previous_commit: str) -> List[dict]:
+    """The runs summarized from disk (``found``), then the finished runs of the previous results file that are
+    not among them (a run from another session or machine), each keeping the commit that summarized it (the old
+    file's commit for records written before runs had their own); sorted by agent, game and seed."""
+    key = lambda r: (r["agent"], r["game"], r["seed"])  # noqa: E731
+    seen = {key(r) for r in found}
+    kept = [{**r, "commit": r.get("commit", previous_commit)} for r in previous
+            if key(r) not in seen and r.get("finished") and r.get("score") is not None]
+    order = {g: i for i, g in enumerate(GAMES)}
+    return sorted(found + kept, key=lambda r: (r["agent"], order.get(r["game"], len(order)), r["seed"]))
+
+
+def _previous_runs() -> tuple:
+    """The runs and commit of the committed results file (empty when there is none)."""
+    if not os.path.exists(RESULT):
+        return [], ""
+    with open(RESULT) as f:
+        entry = json.load(f)
+    return entry.get("data", {}).get("runs", []), entry.get("commit", "")
+
+
 def _learning_rate(agent: dict):
     """The run's learning rate from its config.json: ``agent.optimizer.learning_rate`` (``agent.learning_rate``
     in the flat layout of runs before the optimizer section), so that a run trained under an older default says
@@ -157,14 +181,17 @@ def main() -> None:
     jobs = [(g, a, int(s)) for s in args.seeds.split(",") for a in args.agents.split(",") for g in games]
     jobs += [(g, args.recommended, int(s)) for s in args.recommended_seeds.split(",") for g in games
              if (g, args.recommended, int(s)) not in jobs]
+    previous, previous_commit = _previous_runs()
+    commit = _common.git_commit()
     load_before = _common.loadavg()
     started = time.time()
     todo = [] if args.report_only else jobs
     for done in range(len(todo) + 1):  # the results after every run, so that a stopped suite has its file
         if done:
             train(*todo[done - 1][:3], args.frames, args.workdir)
-        runs = [{"game": g, "agent": a, "seed": s, **summarize(run_dir(args.workdir, g, a, s))} for g, a, s in jobs
-                if os.path.exists(os.path.join(run_dir(args.workdir, g, a, s), "episodes.csv"))]
+        found = [{"game": g, "agent": a, "seed": s, **summarize(run_dir(args.workdir, g, a, s)), "commit": commit}
+                 for g, a, s in jobs if os.path.exists(os.path.join(run_dir(args.workdir, g, a, s), "episodes.csv"))]
+        runs = merge_runs(found, previous, previous_commit)
         data = {"frames": args.frames, "last_episodes": LAST, "paper": PAPER, "runs": runs,
                 "aggregates": aggregates(runs), "commands": {
                     "train": f"seed-rl train --env=classic --env_name={env_name('GAME')} --agent=AGENT --seed=SEED"}}

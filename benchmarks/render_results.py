@@ -485,9 +485,15 @@ def minatar_table() -> str:
                                 for lr in sorted({r.get("learning_rate") for r in d["runs"] if r["agent"] == agent},
                                                  key=lambda x: (x is None, x or 0)))
         for agent in agents)
+    per_commit: Dict[str, int] = {}
+    for r in d["runs"]:  # a suite spans sessions: each run keeps the commit that summarized it
+        c = r.get("commit", entry["commit"])
+        per_commit[c] = per_commit.get(c, 0) + 1
+    commits = ("commit " + next(iter(per_commit)) if len(per_commit) == 1 else "runs summarized at commits " + ", ".join(
+        f"{c} ({n} run{'s' * (n > 1)})" for c, n in per_commit.items()))
     return (f"{table}\n\nMean return of the last {d['last_episodes']} training episodes at {_frames(d['frames'])} "
-            f"frames, median [min, max] over seeds (`benchmarks/results/minatar_suite.json`, commit "
-            f"{entry['commit']}, {entry['date']}; curves: `benchmarks/results/minatar_suite.png`). "
+            f"frames, median [min, max] over seeds (`benchmarks/results/minatar_suite.json`, {commits}, written "
+            f"{entry['date']}; curves: `benchmarks/results/minatar_suite.png`). "
             f"Learning rates the runs trained with (their config.json): {rates}. "
             + (aggs + " (rliable's IQM and 95% interval)." if aggs else ""))
 

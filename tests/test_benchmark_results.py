@@ -239,3 +239,20 @@ def test_the_main_jobs_checkpoints_play_what_its_run_reports():
     # Control: the runs before the greedy target check (a budget, windows alone) break the promise.
     assert _plays_what_it_reports(results["classic_vtrace_no_target_300k"]["seeds"])
     assert _plays_what_it_reports([dict(s, best_greedy=s["best_window"] - 60) for s in seeds])
+
+
+def test_the_minatar_suite_keeps_the_finished_runs_of_other_sessions():
+    """A run found on disk replaces its old record; finished runs that are not on disk (another session or
+    machine) stay with their commit; an unfinished one that is not on disk (it cannot resume) is dropped."""
+    import minatar_suite
+
+    def run(game, agent, seed, score, finished=True, **extra):
+        return {"game": game, "agent": agent, "seed": seed, "score": score, "finished": finished, **extra}
+
+    previous = [run("Asterix", "ppo", 1, 22.0), run("Breakout", "ppo", 1, 3.5, finished=False),
+                run("Freeway", "vtrace", 1, 59.0, commit="abc1234"), run("Asterix", "vtrace", 1, 5.0)]
+    found = [run("Asterix", "vtrace", 1, 20.0, commit="def5678")]
+    merged = minatar_suite.merge_runs(found, previous, "f90d451")
+    assert [(r["agent"], r["game"], r["score"], r["commit"]) for r in merged] == [
+        ("ppo", "Asterix", 22.0, "f90d451"), ("vtrace", "Asterix", 20.0, "def5678"),
+        ("vtrace", "Freeway", 59.0, "abc1234")]
