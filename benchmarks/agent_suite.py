@@ -75,8 +75,11 @@ CASES: Dict[str, dict] = {
     # and the best window the control must stay under.
     # 400 is not V-trace's threshold: one seed of five stayed under it for 500K frames (at 392 with the old learning
     # rate 2e-3, at 327 with 1e-3).
+    # Its budget is 1.5x more than the frames to the window because the README's run (test_train_cartpole.py)
+    # also needs the greedy check to confirm the target: in 20 runs beside a busy core, 20 reached the window
+    # after 52K-111K frames, and the check confirmed it by 192K in 19 (docs/presets.md, classic_vtrace).
     "vtrace": _cartpole("vtrace", "--num_actors=2", "--env_batch_size=16", budget=600_000, test_level=300.0,
-                        test_budget=200_000, control_budget=80_000),
+                        test_budget=300_000, control_budget=80_000),
     "r2d2": _cartpole("r2d2", "--num_actors=2", "--env_batch_size=8", "--num_eval_envs=2", budget=400_000,
                       stop_at=400.0, control="--flip_reward_sign", eval_episodes=True, test_level=300.0,
                       test_budget=400_000, control_budget=120_000),
