@@ -480,10 +480,15 @@ def minatar_table() -> str:
     aggs = "; ".join(f"{agent}: at or above the paper on {len(a['at_or_above_paper'])} of {len(a['games'])} "
                      f"finished games, IQM of score / paper {a['normalized_iqm']:.2f} [{a['ci95'][0]:.2f}, "
                      f"{a['ci95'][1]:.2f}]" for agent, a in d["aggregates"].items())
+    def setting(r: dict) -> str:  # batch size recorded since 2026-12-05
+        lr = r.get("learning_rate")
+        text = f"lr {lr:g}" if lr is not None else "lr not recorded"
+        return text + (f" batch {r['batch_size']}" if r.get("batch_size") is not None else "")
+
     rates = "; ".join(
-        f"{agent} " + ", ".join(f"{lr:g}" if lr is not None else "not recorded"
-                                for lr in sorted({r.get("learning_rate") for r in d["runs"] if r["agent"] == agent},
-                                                 key=lambda x: (x is None, x or 0)))
+        f"{agent} " + ", ".join(f"{text} ({n} run{'s' * (n > 1)})" for text, n in sorted(
+            {t: sum(setting(r) == t for r in d["runs"] if r["agent"] == agent)
+             for t in {setting(r) for r in d["runs"] if r["agent"] == agent}}.items()))
         for agent in agents)
     per_commit: Dict[str, int] = {}
     for r in d["runs"]:  # a suite spans sessions: each run keeps the commit that summarized it
@@ -494,7 +499,7 @@ def minatar_table() -> str:
     return (f"{table}\n\nMean return of the last {d['last_episodes']} training episodes at {_frames(d['frames'])} "
             f"frames, median [min, max] over seeds (`benchmarks/results/minatar_suite.json`, {commits}, written "
             f"{entry['date']}; curves: `benchmarks/results/minatar_suite.png`). "
-            f"Learning rates the runs trained with (their config.json): {rates}. "
+            f"Settings the runs trained with (their config.json): {rates}. "
             + (aggs + " (rliable's IQM and 95% interval)." if aggs else ""))
 
 
