@@ -46,7 +46,7 @@ def test_train_help_lists_every_flag_with_the_value_the_command_would_use():
                  "--max_batch_wait_ms:", "--total_environment_frames:", "--num_action_repeats:"):
         assert flag in res.stdout, flag
     assert "values: preset classic_vtrace (vtrace on classic:CartPole-v1)" in res.stdout
-    assert _line(res.stdout, "--learning_rate:").endswith("[agent; value 0.0015]")  # classic_vtrace's, not 3.19e-4
+    assert _line(res.stdout, "--learning_rate:").endswith("[agent; value 0.001]")  # classic_vtrace's, not 3.19e-4
     # Atari's options do not apply to CartPole, R2D2's fields not to V-trace: --help leaves them out and says so;
     # --helpfull shows them, marked.
     assert "--frame_stack:" not in res.stdout and "--burn_in:" not in res.stdout

@@ -23,20 +23,20 @@ def classic_vtrace() -> Config:
 
     The original has no CartPole preset. Network and optimizer follow its MuJoCo V-trace main file (MLP 2 x 64,
     no LSTM, Adam); tuned here for CartPole: a separate value torso (with a shared torso the value gradients
-    of returns up to ~100 swamp the policy and the return plateaus near 200-300), batch 32 unrolls with learning
-    rate 1.5e-3 and the original's linear decay (batch 16 at 2e-3 often collapsed after reaching 300-360, and at
-    1e-3 one run in eight stalled near 200 on a loaded machine: docs/presets.md), entropy cost 0.01, unroll 20.
+    of returns up to ~100 swamp the policy and the return plateaus near 200-300), learning rate 1e-3 with the
+    original's linear decay (at 2e-3 runs often collapsed after reaching 300-360: docs/presets.md), entropy cost
+    0.01, unroll 20, batch 16.
     """
     return Config(
         env=EnvConfig(family="classic", name="CartPole-v1", num_action_repeats=1),
-        run=RunConfig(num_actors=2, env_batch_size=16, unroll_length=20, batch_size=32,
+        run=RunConfig(num_actors=2, env_batch_size=16, unroll_length=20, batch_size=16,
                       total_environment_frames=1_000_000, target_return=450.0, target_eval_episodes=10,
                       tracking=TrackingConfig(save_checkpoint_secs=120.0, summary_period_secs=5.0),
                       devices=DevicesConfig(tf_intra_op_threads=1)),
         agent_name="vtrace",
         agent=VTraceConfig(network="mlp", mlp_sizes=(64, 64), lstm_size=0, use_reward_and_action=False,
                            separate_value_network=True, entropy_cost=0.01, discounting=0.99, baseline_cost=0.5,
-                           optimizer=OptimizerConfig(kind="adam", learning_rate=1.5e-3, lr_schedule="linear",
+                           optimizer=OptimizerConfig(kind="adam", learning_rate=1e-3, lr_schedule="linear",
                                                      adam_epsilon=1e-7)),
     )
 

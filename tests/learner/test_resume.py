@@ -79,7 +79,7 @@ def test_a_change_that_can_resume_is_listed_and_recorded(tmp_path, caplog):
     with open(os.path.join(logdir, CHANGES_FILE)) as f:
         lines = f.read().splitlines()
     assert len(lines) == 2
-    assert lines[0].endswith("agent.learning_rate: 0.0015 -> 0.0005")  # classic_vtrace's rate, then the new one
+    assert lines[0].endswith("agent.learning_rate: 0.001 -> 0.0005")  # classic_vtrace's rate, then the new one
     assert lines[1].endswith("run.total_environment_frames: 1000000 -> 123456")
     with open(os.path.join(logdir, "config.json")) as f:
         assert '"total_environment_frames": 123456' in f.read()  # config.json holds what this session runs
