@@ -97,10 +97,34 @@ CASES: Dict[str, dict] = {
 
 
 def _commit() -> str:
+    """HEAD, with " (with uncommitted changes)" when tracked files other than the results (which the suite itself
+    rewrites after every run) differ from it."""
     out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                            ":!benchmarks/results", ":!benchmarks/RESULTS.md"], cwd=REPO, capture_output=True,
                            text=True).stdout.strip()
     return out.stdout.strip() + (" (with uncommitted changes)" if dirty else "")
+
+
+RUN_RECORD = "suite_run.json"
+"""In each run directory: the run's ``seed-rl train`` flags and the commit it started at. A finished run is read,
+not rerun, only when its flags are the case's flags of today; a run of other flags is set aside (``<dir>.old-N``)."""
+
+
+def _set_aside_if_other_flags(logdir: str, flags: List[str]) -> None:
+    path = os.path.join(logdir, RUN_RECORD)
+    if not os.path.exists(logdir):
+        return
+    recorded = None
+    if os.path.exists(path):
+        with open(path) as f:
+            recorded = json.load(f).get("flags")
+    if recorded != flags:
+        n = 1
+        while os.path.exists(f"{logdir}.old-{n}"):
+            n += 1
+        print(f"{logdir} ran other flags ({recorded}); set aside as {logdir}.old-{n}", flush=True)
+        os.rename(logdir, f"{logdir}.old-{n}")
 
 
 def summarize(logdir: str, case: dict) -> dict:
@@ -129,16 +153,23 @@ def run_one(agent: str, seed: int, control: bool, workdir: str) -> dict:
     case = CASES[agent]
     name = f"{agent}_{'control' if control else 'learn'}_seed_{seed}"
     logdir = os.path.join(workdir, name)
+    extra = [case["control"], "--target_return=0"] if control else [f"--target_return={case['stop_at']}"]
+    flags = [*case["flags"], f"--seed={seed}", f"--total_environment_frames={case['budget']}",
+             "--summary_period_secs=5", f"--final_eval_episodes={0 if control else GREEDY_EPISODES}", *extra]
+    _set_aside_if_other_flags(logdir, flags)
+    if not os.path.exists(os.path.join(logdir, RUN_RECORD)):
+        os.makedirs(logdir, exist_ok=True)
+        with open(os.path.join(logdir, RUN_RECORD), "w") as f:
+            json.dump({"flags": flags, "commit": _commit()}, f)
     if not os.path.exists(os.path.join(logdir, "finished.json")):
-        extra = [case["control"], "--target_return=0"] if control else [f"--target_return={case['stop_at']}"]
-        cmd = [sys.executable, "-m", "seed_rl", "train", *case["flags"], f"--seed={seed}", f"--logdir={logdir}",
-               f"--total_environment_frames={case['budget']}", "--summary_period_secs=5",
-               f"--final_eval_episodes={0 if control else GREEDY_EPISODES}", *extra]
+        cmd = [sys.executable, "-m", "seed_rl", "train", *flags, f"--logdir={logdir}"]
         print("$", " ".join(map(shlex.quote, cmd)), flush=True)
         with open(os.path.join(workdir, f"{name}.log"), "a") as log:
             subprocess.run(cmd, check=True, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-    record = {"agent": agent, "seed": seed, "control": control, "commit": _commit(), **summarize(logdir, case)}
+    with open(os.path.join(logdir, RUN_RECORD)) as f:
+        commit = json.load(f)["commit"]  # the commit the run started at (a resumed run: its first start)
+    record = {"agent": agent, "seed": seed, "control": control, "commit": commit, **summarize(logdir, case)}
     print(f"{name}: frames to levels {record['frames_to']}, best window {record['best_window']}, "
           f"greedy {record['greedy']}", flush=True)
     return record

@@ -256,3 +256,25 @@ def test_the_minatar_suite_keeps_the_finished_runs_of_other_sessions():
     assert [(r["agent"], r["game"], r["score"], r["commit"]) for r in merged] == [
         ("ppo", "Asterix", 22.0, "f90d451"), ("vtrace", "Asterix", 20.0, "def5678"),
         ("vtrace", "Freeway", 59.0, "abc1234")]
+
+
+def test_the_agent_suite_reads_a_finished_run_only_when_it_ran_the_cases_flags(tmp_path):
+    """A run directory is reused only when its record holds today's flags; one of other flags (or of no record,
+    from before the suite kept one) is set aside, so that a changed case is run again, not read."""
+    import agent_suite
+
+    def run_dir(name, flags):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "finished.json").write_text("{}")
+        if flags is not None:
+            (d / agent_suite.RUN_RECORD).write_text(json.dumps({"flags": flags, "commit": "abc1234"}))
+        return str(d)
+
+    same = run_dir("same", ["--a=1"])
+    agent_suite._set_aside_if_other_flags(same, ["--a=1"])
+    assert os.path.exists(os.path.join(same, "finished.json"))
+    for name, flags in (("other", ["--a=2"]), ("unrecorded", None)):
+        d = run_dir(name, flags)
+        agent_suite._set_aside_if_other_flags(d, ["--a=1"])
+        assert not os.path.exists(d) and os.path.exists(os.path.join(f"{d}.old-1", "finished.json"))
