@@ -83,7 +83,7 @@ CASES: Dict[str, dict] = {
     # target: it did by 192K frames in 19 of those 20 runs.
     "vtrace": _cartpole("vtrace", "--num_actors=2", "--env_batch_size=16", "--batch_size=32",
                         "--learning_rate=1.5e-3", budget=600_000, test_level=300.0, test_budget=300_000,
-                        control_budget=80_000),
+                        control_budget=90_000),
     "r2d2": _cartpole("r2d2", "--num_actors=2", "--env_batch_size=8", "--num_eval_envs=2", budget=400_000,
                       stop_at=400.0, control="--flip_reward_sign", eval_episodes=True, test_level=300.0,
                       test_budget=400_000, control_budget=120_000),
