@@ -122,7 +122,16 @@ def agents_table(suite: Optional[dict] = None) -> str:
             f"interquartile mean over the seeds and the 95% stratified-bootstrap interval are rliable's. "
             f"The threshold is the default suite's learning test's (`tests/integration/test_agents_learn.py`); "
             f"the control flips the policy gradient's sign (V-trace, PPO, AWR, V-MPO) or the reward's sign in the "
-            f"targets (R2D2, SAC).")
+            f"targets (R2D2, SAC). Each case runs its env's preset with these flags: {_case_flags(suite)}.")
+
+
+def _case_flags(suite: dict) -> str:
+    """Each agent's flags beyond ``--env``, ``--env_name`` and ``--agent`` (the suite's record of its cases)."""
+    parts = []
+    for agent, case in suite.get("cases", {}).items():
+        extra = [f for f in case["flags"] if not f.startswith(("--env=", "--env_name=", "--agent="))]
+        parts.append(f"{AGENT_NAMES.get(agent, agent)} {' '.join(f'`{f}`' for f in extra) or 'none'}")
+    return "; ".join(parts)
 
 
 # ---------------------------------------------------------------------------------------- learning curves
