@@ -106,6 +106,19 @@ def first_frames_reaching(eps: List[Episode], threshold: float, window: int = 20
     return first_window_reaching(*rolling_windows(eps, window), threshold)
 
 
+def learning_diagnosis(eps: List[Episode], output: str, points: int = 12, window: int = 20) -> str:
+    """What a failed learning run shows, for its assertion message: the window of ``window`` episodes at ``points``
+    even steps of its frames, and every output line that is not a progress line (warnings, restarts, greedy
+    checks)."""
+    means, ends = rolling_windows(eps, window)
+    curve = ""
+    if len(means):
+        picks = np.unique(np.linspace(0, len(means) - 1, points).astype(int))
+        curve = ", ".join(f"{ends[i] // 1000}K: {means[i]:.0f}" for i in picks)
+    notes = [line for line in output.splitlines() if line and not line.startswith("frames ")]
+    return f"windows: {curve or 'none'}; output without progress lines:\n" + "\n".join(notes[-40:])
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

@@ -32,6 +32,8 @@ import agent_suite  # noqa: E402
 CASES = agent_suite.CASES
 PARALLEL = 2
 NICE = 10
+KEEP_ENV = "SEED_RL_KEEP_LEARNING_RUNS"
+"""Set (to anything), the run directories outlive the session: ``learning runs kept in DIR`` says where."""
 MARKER = "learning_run"
 """``@pytest.mark.learning_run("ppo_learn")``: the test reads that run (``<agent>_learn``, ``<agent>_control`` or a
 name in ``OTHER_RUNS``)."""
@@ -129,7 +131,10 @@ class LearningRuns:
         self._closed = True
         for _, proc in self.runs.values():
             proc.kill()
-        shutil.rmtree(self.root, ignore_errors=True)
+        if os.environ.get(KEEP_ENV):  # to read a failed run's episodes, output and scalars afterwards
+            print(f"learning runs kept in {self.root} ({KEEP_ENV} is set)")
+        else:
+            shutil.rmtree(self.root, ignore_errors=True)
 
 
 _RUNS: Optional[LearningRuns] = None

@@ -18,7 +18,7 @@ import os
 import pytest
 
 from tests.integration import learning_runs
-from tests.integration.helpers import best_rolling_mean, episodes, first_frames_reaching
+from tests.integration.helpers import best_rolling_mean, episodes, first_frames_reaching, learning_diagnosis
 
 CASES = learning_runs.CASES
 pytestmark = pytest.mark.timeout(2400)  # a test may wait for its background run (pytest-timeout's default: 600 s)
@@ -27,28 +27,28 @@ TIMEOUT = 1800  # seconds: the runs share two cores with the rest of the suite
 
 
 def _finished_run(agent: str, kind: str):
-    """The episodes of the background run ``<agent>_<kind>`` (``learn`` or ``control``) once it has exited cleanly:
-    its training episodes, or R2D2's evaluation episodes, which its target reads."""
+    """The episodes of the background run ``<agent>_<kind>`` (``learn`` or ``control``) once it has exited cleanly
+    (its training episodes, or R2D2's evaluation episodes, which its target reads), and its output."""
     logdir, proc = learning_runs.current().wait(f"{agent}_{kind}", TIMEOUT)
     assert proc.proc.returncode == 0, proc.output()
-    return [e for e in episodes(logdir) if e.eval == CASES[agent]["eval_episodes"]]
+    return [e for e in episodes(logdir) if e.eval == CASES[agent]["eval_episodes"]], proc.output()
 
 
 @pytest.mark.parametrize("agent", [pytest.param(a, marks=pytest.mark.learning_run(f"{a}_learn")) for a in CASES])
 def test_agent_learns_its_small_task(agent):
     case = CASES[agent]
-    eps = _finished_run(agent, "learn")
+    eps, output = _finished_run(agent, "learn")
     reached = first_frames_reaching(eps, case["test_level"])
     best, _ = best_rolling_mean(eps)
     assert reached is not None and reached <= case["test_budget"], (
         f"{agent}: best mean return over 20 episodes {best:.1f} in {eps[-1].env_frames if eps else 0} frames, "
-        f"threshold {case['test_level']}")
+        f"threshold {case['test_level']}; {learning_diagnosis(eps, output)}")
 
 
 @pytest.mark.parametrize("agent", [pytest.param(a, marks=pytest.mark.learning_run(f"{a}_control")) for a in CASES])
 def test_broken_learner_control_does_not_learn(agent):
     case = CASES[agent]
-    eps = _finished_run(agent, "control")
+    eps, _ = _finished_run(agent, "control")
     assert eps and eps[-1].env_frames >= case["control_budget"] * 0.95  # it used its whole budget
     best, _ = best_rolling_mean(eps)
     assert best < case["control_below"], f"{agent} with {case['control']} reached a mean return of {best:.1f}"

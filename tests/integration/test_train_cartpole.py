@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from tests.integration import learning_runs
+from tests.integration.helpers import episodes, learning_diagnosis
 
 THRESHOLD = learning_runs.CASES["vtrace"]["test_level"]
 
@@ -27,7 +28,7 @@ def test_a_finished_run_leaves_what_the_readme_promises():
     # The run directory holds what the README promises.
     for name in ("config.json", "episodes.csv", "learning_curve.png", "checkpoints", "saved_model"):
         assert os.path.exists(os.path.join(logdir, name)), name
-    assert f"target return {THRESHOLD} reached" in proc.output()
+    assert f"target return {THRESHOLD} reached" in proc.output(), learning_diagnosis(episodes(logdir), proc.output())
     # The checkpoint holds the trained policy: `seed-rl eval` plays it in-process.
     res = subprocess.run([sys.executable, "-m", "seed_rl", "eval", f"--logdir={logdir}", "--num_episodes=5"],
                          capture_output=True, text=True, timeout=300)
