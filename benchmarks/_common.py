@@ -103,14 +103,19 @@ def command_line() -> str:
     return " ".join(["python", shlex.quote(script), *map(shlex.quote, sys.argv[1:])])
 
 
+NOT_CODE = (":!benchmarks/results", ":!benchmarks/RESULTS.md")
+"""Pathspecs of what the benchmarks write: changes there do not make a commit "with uncommitted changes"."""
+
+
 def git_commit() -> str:
-    """The repository's HEAD as a short hash, with " (with uncommitted changes)" when tracked files differ from it;
-    "unknown" outside a git checkout."""
+    """The repository's HEAD as a short hash, with " (with uncommitted changes)" when tracked files other than the
+    results differ from it (a benchmark rewrites ``benchmarks/results/`` and RESULTS.md as it goes, which says
+    nothing about the code it ran); "unknown" outside a git checkout."""
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
                               check=True, timeout=30).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
-                               capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", *NOT_CODE],
+                               cwd=REPO, capture_output=True, text=True, check=True, timeout=60).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return head + (" (with uncommitted changes)" if dirty else "")

@@ -101,11 +101,7 @@ CASES: Dict[str, dict] = {
 def _commit() -> str:
     """HEAD, with " (with uncommitted changes)" when tracked files other than the results (which the suite itself
     rewrites after every run) differ from it."""
-    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
-                            ":!benchmarks/results", ":!benchmarks/RESULTS.md"], cwd=REPO, capture_output=True,
-                           text=True).stdout.strip()
-    return out.stdout.strip() + (" (with uncommitted changes)" if dirty else "")
+    return _common.git_commit()
 
 
 RUN_RECORD = "suite_run.json"

@@ -278,3 +278,25 @@ def test_the_agent_suite_reads_a_finished_run_only_when_it_ran_the_cases_flags(t
         d = run_dir(name, flags)
         agent_suite._set_aside_if_other_flags(d, ["--a=1"])
         assert not os.path.exists(d) and os.path.exists(os.path.join(f"{d}.old-1", "finished.json"))
+
+
+def test_a_benchmark_writing_its_results_does_not_mark_its_commit_dirty(tmp_path, monkeypatch):
+    """git_commit says "with uncommitted changes" for a changed code file, and not for a changed results file (a
+    benchmark rewrites benchmarks/results/ and RESULTS.md while it runs)."""
+    import subprocess
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    for path in ("benchmarks/results/x.json", "benchmarks/RESULTS.md", "seed_rl/code.py"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("1\n")
+    git("add", ".")
+    git("-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "x")
+    monkeypatch.setattr(_common, "REPO", str(tmp_path))
+    for path in ("benchmarks/results/x.json", "benchmarks/RESULTS.md"):
+        (tmp_path / path).write_text("2\n")
+    assert "uncommitted" not in _common.git_commit()
+    (tmp_path / "seed_rl/code.py").write_text("2\n")
+    assert _common.git_commit().endswith(" (with uncommitted changes)")
