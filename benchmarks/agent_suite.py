@@ -98,12 +98,6 @@ CASES: Dict[str, dict] = {
 }
 
 
-def _commit() -> str:
-    """HEAD, with " (with uncommitted changes)" when tracked files other than the results (which the suite itself
-    rewrites after every run) differ from it."""
-    return _common.git_commit()
-
-
 RUN_RECORD = "suite_run.json"
 """In each run directory: the run's ``seed-rl train`` flags and the commit it started at. A finished run is read,
 not rerun, only when its flags are the case's flags of today; a run of other flags is set aside (``<dir>.old-N``)."""
@@ -158,7 +152,7 @@ def run_one(agent: str, seed: int, control: bool, workdir: str) -> dict:
     if not os.path.exists(os.path.join(logdir, RUN_RECORD)):
         os.makedirs(logdir, exist_ok=True)
         with open(os.path.join(logdir, RUN_RECORD), "w") as f:
-            json.dump({"flags": flags, "commit": _commit()}, f)
+            json.dump({"flags": flags, "commit": _common.git_commit()}, f)
     if not os.path.exists(os.path.join(logdir, "finished.json")):
         cmd = [sys.executable, "-m", "seed_rl", "train", *flags, f"--logdir={logdir}"]
         print("$", " ".join(map(shlex.quote, cmd)), flush=True)
@@ -262,8 +256,8 @@ def main() -> None:
     results = _load()
     # Each invocation (a resumed or partial one, too) is recorded; "command", "commit" and "date" are the latest.
     results.setdefault("invocations", []).append(
-        {"command": _common.command_line(), "commit": _commit(), "date": _common.now_string()})
-    results.update({"command": _common.command_line(), "commit": _commit(), "date": _common.now_string(),
+        {"command": _common.command_line(), "commit": _common.git_commit(), "date": _common.now_string()})
+    results.update({"command": _common.command_line(), "commit": _common.git_commit(), "date": _common.now_string(),
                     "machine": f"{_common.cpu_model()}, {os.cpu_count()} cores, {_common.memory_gib():.0f} GiB",
                     "versions": _common.versions(), "window": WINDOW, "greedy_episodes": GREEDY_EPISODES,
                     "parallel_runs": args.parallel,

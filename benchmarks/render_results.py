@@ -13,6 +13,7 @@ drift from its file. To publish a new result: have its script write a file under
 from __future__ import annotations
 
 import argparse
+import collections
 import csv
 import difflib
 import json
@@ -496,13 +497,10 @@ def minatar_table() -> str:
 
     rates = "; ".join(
         f"{agent} " + ", ".join(f"{text} ({n} run{'s' * (n > 1)})" for text, n in sorted(
-            {t: sum(setting(r) == t for r in d["runs"] if r["agent"] == agent)
-             for t in {setting(r) for r in d["runs"] if r["agent"] == agent}}.items()))
+            collections.Counter(setting(r) for r in d["runs"] if r["agent"] == agent).items()))
         for agent in agents)
-    per_commit: Dict[str, int] = {}
-    for r in d["runs"]:  # a suite spans sessions: each run keeps the commit that summarized it
-        c = r.get("commit", entry["commit"])
-        per_commit[c] = per_commit.get(c, 0) + 1
+    # A suite spans sessions: each run keeps the commit that summarized it.
+    per_commit = collections.Counter(r.get("commit", entry["commit"]) for r in d["runs"])
     commits = ("commit " + next(iter(per_commit)) if len(per_commit) == 1 else "runs summarized at commits " + ", ".join(
         f"{c} ({n} run{'s' * (n > 1)})" for c, n in per_commit.items()))
     return (f"{table}\n\nMean return of the last {d['last_episodes']} training episodes at {_frames(d['frames'])} "
