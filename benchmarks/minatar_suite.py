@@ -15,7 +15,7 @@ are of training returns; one frame is one env step, MinAtar has no frame skip). 
 ``PAPER`` is read off its figure at 5M frames (about +-5%), the better of DQN and actor-critic(lambda) per game.
 Writes ``benchmarks/results/minatar_suite.json``, data keys: frames, last_episodes, paper {game: score}, runs [{game,
 agent, seed, episodes, env_frames, score, curve [[frames, mean of the last 100]], wall_hours, finished, network,
-preset, learning_rate, batch_size, commit}], aggregates {agent: {games, seeds_per_game, at_or_above_paper, normalized_iqm, ci95}} (the IQM of the
+preset, learning_rate, batch_size, entropy_cost, commit}], aggregates {agent: {games, seeds_per_game, at_or_above_paper, normalized_iqm, ci95}} (the IQM of the
 paper-normalised scores and its 95% stratified-bootstrap interval, as rliable computes them), commands; ``benchmarks/results/minatar_suite.png`` (the
 curves, seeds with their spread) and, through ``render_results.py``, the MinAtar table in RESULTS.md.
 
@@ -88,7 +88,8 @@ def summarize(logdir: str) -> dict:
             "finished": os.path.exists(os.path.join(logdir, "finished.json")),
             "network": config.get("agent", {}).get("network"), "preset": config.get("preset"),
             "learning_rate": _learning_rate(config.get("agent", {})),
-            "batch_size": config.get("run", {}).get("batch_size")}
+            "batch_size": config.get("run", {}).get("batch_size"),
+            "entropy_cost": config.get("agent", {}).get("entropy_cost")}
 
 
 def merge_runs(found: List[dict], previous: List[dict], previous_commit: str) -> List[dict]:

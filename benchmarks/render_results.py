@@ -490,10 +490,11 @@ def minatar_table() -> str:
     aggs = "; ".join(f"{agent}: at or above the paper on {len(a['at_or_above_paper'])} of {len(a['games'])} "
                      f"finished games, IQM of score / paper {a['normalized_iqm']:.2f} [{a['ci95'][0]:.2f}, "
                      f"{a['ci95'][1]:.2f}]" for agent, a in d["aggregates"].items())
-    def setting(r: dict) -> str:  # batch size recorded since 2026-12-05
+    def setting(r: dict) -> str:  # batch size recorded since 2026-12-05, entropy cost since the small-image settings
         lr = r.get("learning_rate")
         text = f"lr {lr:g}" if lr is not None else "lr not recorded"
-        return text + (f" batch {r['batch_size']}" if r.get("batch_size") is not None else "")
+        text += f" batch {r['batch_size']}" if r.get("batch_size") is not None else ""
+        return text + (f" entropy {r['entropy_cost']:g}" if r.get("entropy_cost") is not None else "")
 
     rates = "; ".join(
         f"{agent} " + ", ".join(f"{text} ({n} run{'s' * (n > 1)})" for text, n in sorted(

@@ -52,8 +52,7 @@ def test_what_the_rules_take_an_observation_for(spec, kind):
     assert observation_kind(spec) == kind
 
 
-@pytest.mark.parametrize("preset", ["classic_vtrace", "classic_ppo", "classic_awr", "classic_vmpo", "classic_r2d2",
-                                    "test_vtrace"])
+@pytest.mark.parametrize("preset", ["classic_ppo", "classic_awr", "classic_vmpo", "classic_r2d2"])
 def test_a_small_image_gets_the_small_conv_torso_and_nothing_else_changes(preset):
     config = get_preset(preset)
     choice = fit_network(config, MINATAR_LIKE)
@@ -64,6 +63,42 @@ def test_a_small_image_gets_the_small_conv_torso_and_nothing_else_changes(preset
     assert choice.config.env == config.env and choice.config.run == config.run
     assert choice.line() == (f"{field}: small_conv (observation [10, 10, 4] uint8: a small image (at most 42 x 42 "
                              f"pixels); --{field} overrides)")
+
+
+@pytest.mark.parametrize("preset", ["classic_vtrace", "test_vtrace"])
+def test_vtrace_on_a_small_image_also_gets_the_small_image_settings(preset):
+    """Batch 32, learning rate 2e-3 and entropy cost 0.02 with small_conv (measured on MinAtar, docs/
+    environments.md); the optimizer's kind, epsilon, schedule and clipping, the initialisation and reward clipping
+    stay the preset's."""
+    config = get_preset(preset)
+    choice = fit_network(config, MINATAR_LIKE)
+    assert choice.network == "small_conv"
+    assert choice.config.run == replace(config.run, batch_size=32)
+    agent = choice.config.agent
+    assert _changed_fields(config.agent, agent).keys() == {"network", "entropy_cost", "optimizer"}
+    assert (agent.entropy_cost, agent.optimizer) == (0.02, replace(config.agent.optimizer, learning_rate=2e-3))
+    assert choice.line() == ("network: small_conv (observation [10, 10, 4] uint8: a small image (at most 42 x 42 "
+                             "pixels); --network overrides); with batch_size=32, learning_rate=0.002, "
+                             "entropy_cost=0.02 (flags override)")
+    # A field the run named stays as named; the others still follow the spec.
+    named = fit_network(config, MINATAR_LIKE, named={"learning_rate", "batch_size"})
+    assert (named.config.run.batch_size, named.config.agent.optimizer.learning_rate) == (
+        config.run.batch_size, config.agent.optimizer.learning_rate)
+    assert named.config.agent.entropy_cost == 0.02 and named.settings == ("entropy_cost=0.02",)
+    # Settings go with the network the spec chooses: a vector, or a network named, leaves the preset's.
+    assert fit_network(config, VECTOR_SPEC).config.run.batch_size == config.run.batch_size
+    assert fit_network(config, MINATAR_LIKE, "--network").config == config
+
+
+def test_every_rules_settings_are_fields_of_its_agent():
+    from seed_rl.config import RunConfig, flat_fields
+
+    for cls, rule in RULES:
+        for kind, by_section in rule.settings.items():
+            assert set(by_section) <= {"run", "agent"}, (cls, kind)
+            assert set(by_section.get("run", {})) <= set(flat_fields(RunConfig)), (cls, kind)
+            assert set(by_section.get("agent", {})) <= set(flat_fields(cls)), (cls, kind)
+            assert kind in rule.choose, (cls, kind)
 
 
 @pytest.mark.parametrize("preset, network", [
@@ -228,6 +263,21 @@ def test_network_overrides_the_spec(flags, named_by, network):
     assert fitted.observation_spec is None  # not read: the learner reads it, as without the rule
 
 
+def test_a_flag_or_config_key_keeps_its_value_over_the_small_image_settings(tmp_path):
+    fitted = _fit(*SMALL_CATCH)
+    assert (fitted.config.run.batch_size, fitted.config.agent.optimizer.learning_rate,
+            fitted.config.agent.entropy_cost) == (32, 2e-3, 0.02)
+    fitted = _fit(*SMALL_CATCH, "--batch_size=8", "--entropy_cost=0.05")
+    assert (fitted.config.run.batch_size, fitted.config.agent.optimizer.learning_rate,
+            fitted.config.agent.entropy_cost) == (8, 2e-3, 0.05)
+    assert fitted.network_line.endswith("; with learning_rate=0.002 (flags override)")
+    config_file = tmp_path / "c.json"
+    config_file.write_text(json.dumps({"run": {"batch_size": 4}, "agent": {"optimizer": {"learning_rate": 0.01}}}))
+    fitted = _fit(*SMALL_CATCH, f"--config={config_file}")
+    assert (fitted.config.run.batch_size, fitted.config.agent.optimizer.learning_rate,
+            fitted.config.agent.entropy_cost) == (4, 0.01, 0.02)
+
+
 def test_r2d2s_torso_flag_overrides_the_spec():
     fitted = _fit("--env=classic", "--agent=r2d2", "--torso=small_conv")
     assert fitted.config.agent.torso == "small_conv" and fitted.network_line == "torso: small_conv (named by --torso)"
@@ -263,6 +313,20 @@ def test_a_resumed_run_keeps_the_network_its_config_json_records(tmp_path):
     # Another env in that directory is not this run (the learner refuses it); the spec chooses.
     assert _fit("--env=test", "--env_name=catch:size=12", logdir=str(logdir)).config.agent.network == "small_conv"
     assert _fit(*SMALL_CATCH, "--network=impala_deep", logdir=str(logdir)).config.agent.network == "impala_deep"
+
+
+def test_a_resumed_run_keeps_the_settings_its_config_json_records(tmp_path):
+    """A run that took the small-image settings (or one from before them) resumes with what it trained with, not
+    with today's rule; a flag given again still wins."""
+    logdir = tmp_path / "run"
+    logdir.mkdir()
+    first = _fit(*SMALL_CATCH, "--learning_rate=3e-3", logdir=str(logdir))
+    old = replace(first.config, run=replace(first.config.run, batch_size=24))  # as if the rule had said 24
+    (logdir / "config.json").write_text(old.to_json())
+    resumed = _fit(*SMALL_CATCH, logdir=str(logdir))
+    assert (resumed.config.run.batch_size, resumed.config.agent.optimizer.learning_rate,
+            resumed.config.agent.entropy_cost, resumed.config.agent.network) == (24, 3e-3, 0.02, "small_conv")
+    assert _fit(*SMALL_CATCH, "--batch_size=16", logdir=str(logdir)).config.run.batch_size == 16
 
 
 def test_the_printed_line_and_config_json_agree(tmp_path, monkeypatch, capsys):

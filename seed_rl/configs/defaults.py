@@ -23,7 +23,12 @@ a dict of arrays                       ``multi_input`` (V-trace, the on-policy f
                                        ``MultiInputPolicy``). SAC takes no dict: the preset's stays
 =====================================  ====================================================================
 
-Only the network follows the spec. The optimizer (its epsilon, gradient clipping), the initialisation and reward
+With the network a rule may set what learns well with it (``NetworkRule.settings``), each field unless the run
+named it: V-trace on a small image takes batch 32, learning rate 2e-3 and entropy cost 0.02 (``SMALL_IMAGE_VTRACE``)
+over CartPole's 16, 1e-3 and 0.01. Measured on MinAtar at 2.5M frames, one seed per setting (docs/environments.md has
+the runs): CartPole's settings left Breakout at about 6 from 0.5M frames on; the larger batch and rate learned Space
+Invaders and Seaquest faster, the larger entropy cost broke Breakout's plateau. The other agents keep their presets'
+settings (not measured on small images). The optimizer's epsilon and clipping, the initialisation and reward
 clipping stay the preset's: nothing in an observation spec says how large the rewards or gradients will be, and
 docs/environments.md ("Your own env: the defaults and why") gives each choice with its provenance. Nothing here
 names an environment: the rules are judged on envs they were not tuned on.
@@ -35,13 +40,13 @@ from __future__ import annotations
 
 import collections.abc
 import dataclasses
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, Collection, Mapping, Optional, Tuple
 
 from seed_rl.agents.policy_gradient.config import OnPolicyConfig
 from seed_rl.agents.r2d2.config import R2D2Config
 from seed_rl.agents.sac.config import SACConfig
 from seed_rl.agents.vtrace.config import VTraceConfig
-from seed_rl.config import Config, replace
+from seed_rl.config import Config, replace, replace_flat
 from seed_rl.types import (
     DICT,
     IMAGE,
@@ -89,20 +94,38 @@ class NetworkRule:
     """Kind -> the network the agent gets when the preset's is not made for that kind. A kind not here is one the
     agent does not take: the preset's network stays, and building the agent says why it refuses the env."""
     also: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
-    """Kind -> other fields that go with the chosen network (R2D2's MLP takes no frame stack)."""
+    """Kind -> other agent fields that go with the chosen network (R2D2's MLP takes no frame stack), by flag name."""
+    settings: Mapping[str, Mapping[str, Mapping[str, Any]]] = dataclasses.field(default_factory=dict)
+    """Kind -> {"run" or "agent": {flag name: value}}: the learning settings that go with the chosen network (a
+    small image's batch, learning rate and entropy cost), each unless the run named it (a flag, a ``--config``
+    key). ``also`` is what the network needs; these are what learns well with it, measured (the module's
+    docstring)."""
+
+    def setting_flags(self) -> Tuple[str, ...]:
+        """Every flag a kind's settings or ``also`` may set, for a resumed run to take back from its config.json."""
+        names = {flag for fields in self.also.values() for flag in fields}
+        names.update(flag for by_section in self.settings.values() for fields in by_section.values()
+                     for flag in fields)
+        return tuple(sorted(names))
 
 
 _ACTOR_CRITIC_IMAGE_NETWORKS = ("impala_deep", "impala_shallow", "gfootball")
+
+SMALL_IMAGE_VTRACE: Mapping[str, Mapping[str, Any]] = {"run": {"batch_size": 32}, "agent": {"learning_rate": 2e-3, "entropy_cost": 0.02}}
+"""V-trace's learning settings with ``small_conv``, over CartPole's batch 16, lr 1e-3 and entropy cost 0.01 (the
+module's docstring; docs/environments.md, "Your own env: the defaults and why", has the runs)."""
 
 RULES: Tuple[Tuple[type, NetworkRule], ...] = (
     # The Atari network of each agent is its Atari preset's: IMPALA's deep ResNet for V-trace (the IMPALA paper's
     # Atari and DMLab network, the original's dmlab/networks.py), IMPALA's shallow CNN for the on-policy family
     # (atari_ppo), the Nature CNN for R2D2 (the original's atari/networks.py). A dict gets multi_input, one network
     # for every agent (its image keys: IMPALA's shallow CNN, seed_rl/networks/multi_input.py says why).
+    # V-trace on a small image also takes SMALL_IMAGE_VTRACE (the module's docstring says why).
     (VTraceConfig, NetworkRule(
         "network", takes={VECTOR: ("mlp",), SMALL_IMAGE: ("small_conv",), IMAGE: _ACTOR_CRITIC_IMAGE_NETWORKS,
                           DICT: ("multi_input",)},
-        choose={VECTOR: "mlp", SMALL_IMAGE: "small_conv", IMAGE: "impala_deep", DICT: "multi_input"})),
+        choose={VECTOR: "mlp", SMALL_IMAGE: "small_conv", IMAGE: "impala_deep", DICT: "multi_input"},
+        settings={SMALL_IMAGE: SMALL_IMAGE_VTRACE})),
     (OnPolicyConfig, NetworkRule(
         "network", takes={VECTOR: ("mlp", "control_mlp"), SMALL_IMAGE: ("small_conv",),
                           IMAGE: _ACTOR_CRITIC_IMAGE_NETWORKS, DICT: ("multi_input",)},
@@ -132,20 +155,26 @@ class NetworkChoice:
     field: str
     network: Any
     reason: str
+    settings: Tuple[str, ...] = ()
+    """The rule's settings the run took with the network (``batch_size=32``), for the line."""
 
     def line(self) -> str:
-        """``network: small_conv (observation [10, 10, 4] uint8: a small image ...; --network overrides)``."""
-        return f"{self.field}: {self.network} ({self.reason})"
+        """``network: small_conv (observation [10, 10, 4] uint8: a small image ...; --network overrides)``, then
+        ``; with batch_size=32, learning_rate=0.002 (flags override)`` when the rule set any."""
+        with_settings = f"; with {', '.join(self.settings)} (flags override)" if self.settings else ""
+        return f"{self.field}: {self.network} ({self.reason}){with_settings}"
 
 
 def fit_network(config: Config, observation_spec: Optional[ObservationSpec],
-                named_by: Optional[str] = None) -> NetworkChoice:
+                named_by: Optional[str] = None, named: Collection[str] = ()) -> NetworkChoice:
     """The network of ``config``'s agent for an env whose observations have ``observation_spec``.
 
     Args:
       config: the resolved config; its agent's network is the preset's, or the one the run named.
       observation_spec: the env's (unused when ``named_by`` is given: a network somebody named is not replaced).
       named_by: who named the network (``--network``, ``--preset=NAME``, a file), or None: the spec chooses.
+      named: the flags the run gave a value (on the command line or in a ``--config`` file): the rule's
+        ``settings`` leave them as they are.
 
     Raises:
       ValueError: the chosen network and the rest of the agent's config do not go together (the agent config's
@@ -169,5 +198,11 @@ def fit_network(config: Config, observation_spec: Optional[ObservationSpec],
         return NetworkChoice(config, field, current,
                              f"{seen}, which no network of the {config.agent_name} agent takes; the preset's")
     network = rule.choose[kind]
-    agent = replace(config.agent, **{field: network, **rule.also.get(kind, {})})
-    return NetworkChoice(replace(config, agent=agent), field, network, f"{seen}; --{field} overrides")
+    settings = {section: {flag: value for flag, value in fields.items() if flag not in named}
+                for section, fields in rule.settings.get(kind, {}).items()}
+    agent = replace_flat(config.agent, **{field: network, **rule.also.get(kind, {}), **settings.get("agent", {})})
+    run = replace_flat(config.run, **settings.get("run", {}))
+    chosen = [f"{flag}={value:g}" if isinstance(value, float) else f"{flag}={value}"
+              for section in ("run", "agent") for flag, value in settings.get(section, {}).items()]
+    return NetworkChoice(replace(config, agent=agent, run=run), field, network, f"{seen}; --{field} overrides",
+                         tuple(chosen))

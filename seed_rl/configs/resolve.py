@@ -326,11 +326,17 @@ def fit_to_env(fv: flags.FlagValues, config: Config, run_dirs: Sequence[str] = (
     rule = defaults.rule_for(config.agent)
     field = rule.field if rule is not None else "network"
     named_by = network_named_by(fv, config)
+    named = named_flags(fv)
     if named_by is None:
         recorded = _recorded_network(config, field, run_dirs or [config.run.tracking.logdir])
         if recorded is not None:
-            path, network = recorded
-            config = replace(config, agent=replace(config.agent, **{field: network}))
+            path, network, values = recorded
+            # The rule's settings the run took with its network come back with it, unless named again.
+            kept = {flag: value for flag, value in values.items() if flag not in named}
+            config = replace(config, agent=replace_flat(config.agent, **{field: network}, **{
+                flag: value for flag, value in kept.items() if flag in flat_fields(type(config.agent))}),
+                run=replace_flat(config.run, **{flag: value for flag, value in kept.items()
+                                                if flag in flat_fields(RunConfig)}))
             named_by = f"{path}, the run this one resumes"
     if named_by is not None:
         choice = defaults.fit_network(config, None, named_by)
@@ -339,13 +345,30 @@ def fit_to_env(fv: flags.FlagValues, config: Config, run_dirs: Sequence[str] = (
         observation_spec, action_spec = envs_lib.env_specs(config.env)
     except ImportError as e:  # the family's engine is not installed: its message says how to install it
         raise ValueError(str(e)) from e
-    choice = defaults.fit_network(config, observation_spec)
+    choice = defaults.fit_network(config, observation_spec, named=named)
     return FittedRun(choice.config, observation_spec, action_spec, choice.line())
 
 
-def _recorded_network(config: Config, field: str, run_dirs: Sequence[str]) -> Optional[Tuple[str, Any]]:
-    """(config.json path, network) of the first run directory whose config.json is a run of this agent on this
-    env and names its network; None when there is none (a new run, or one another command will refuse)."""
+def named_flags(fv: flags.FlagValues) -> frozenset:
+    """The run and agent fields (by flag name) the run gave a value: a flag on the command line or a key of the
+    ``--config`` file's run and agent sections. A spec's settings (`seed_rl.configs.defaults`) leave them be."""
+    names = {name for name in fv if fv[name].present}
+    if fv["config"].present:
+        file_config = _read_config_file(str(fv["config"].value))
+        names.update(flat_dict(RunConfig, file_config.get("run") or {}))
+        agent = file_config.get("agent_name") or (str(fv["agent"].value) if fv["agent"].present else "vtrace")
+        try:
+            names.update(flat_dict(agents_lib.config_class(agent), file_config.get("agent") or {}))
+        except ValueError:
+            names.update(file_config.get("agent") or {})
+    return frozenset(names)
+
+
+def _recorded_network(config: Config, field: str,
+                      run_dirs: Sequence[str]) -> Optional[Tuple[str, Any, Dict[str, Any]]]:
+    """(config.json path, network, {flag: value} of the fields the agent's rule may set with a network) of the first
+    run directory whose config.json is a run of this agent on this env and names its network; None when there is
+    none (a new run, or one another command will refuse)."""
     for run_dir in run_dirs:
         path = os.path.join(run_dir, "config.json") if run_dir else ""
         try:
@@ -360,8 +383,17 @@ def _recorded_network(config: Config, field: str, run_dirs: Sequence[str]) -> Op
                     and env.get("name") == config.env.name)
         network = (recorded.get("agent") or {}).get(field)
         if same_run and isinstance(network, str):
-            return path, network
+            rule = defaults.rule_for(config.agent)
+            flags_kept = rule.setting_flags() if rule is not None else ()
+            values = {**flat_dict(RunConfig, recorded.get("run") or {}),
+                      **flat_dict(type(config.agent), recorded.get("agent") or {})}
+            return path, network, {flag: _as_field_value(values[flag]) for flag in flags_kept if flag in values}
     return None
+
+
+def _as_field_value(value: Any) -> Any:
+    """A value read from config.json as its field holds it (JSON lists are tuples)."""
+    return tuple(value) if isinstance(value, list) else value
 
 
 def learner_config(args: Sequence[str]) -> Config:
