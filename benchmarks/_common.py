@@ -121,6 +121,19 @@ def git_commit() -> str:
     return head + (" (with uncommitted changes)" if dirty else "")
 
 
+def set_aside(logdir: str, why: str) -> str:
+    """Renames the run directory ``logdir`` (and its ``<logdir>.log``) to the first free ``<logdir>.old-N``, so that
+    a benchmark reruns it rather than reading a run of other settings; prints ``why``. Returns the new path."""
+    n = 1
+    while os.path.exists(f"{logdir}.old-{n}"):
+        n += 1
+    print(f"{logdir} {why}; set aside as {logdir}.old-{n}", flush=True)
+    os.rename(logdir, f"{logdir}.old-{n}")
+    if os.path.exists(logdir + ".log"):
+        os.rename(logdir + ".log", f"{logdir}.old-{n}.log")
+    return f"{logdir}.old-{n}"
+
+
 def gpu_name() -> Optional[str]:
     """What ``nvidia-smi`` calls the machine's GPUs ("2 x NVIDIA H100" for two alike); None without nvidia-smi or
     a GPU."""

@@ -112,11 +112,7 @@ def _set_aside_if_other_flags(logdir: str, flags: List[str]) -> None:
         with open(path) as f:
             recorded = json.load(f).get("flags")
     if recorded != flags:
-        n = 1
-        while os.path.exists(f"{logdir}.old-{n}"):
-            n += 1
-        print(f"{logdir} ran other flags ({recorded}); set aside as {logdir}.old-{n}", flush=True)
-        os.rename(logdir, f"{logdir}.old-{n}")
+        _common.set_aside(logdir, f"ran other flags ({recorded})")
 
 
 def summarize(logdir: str, case: dict) -> dict:

@@ -4,7 +4,8 @@ games (the CLI's defaults for a gymnasium env: nothing here names a game's setti
 MinAtar comes from the package registry (``pip install -e '.[minatar]'``) and is reached through gymnasium as a
 user would: ``seed-rl train --env=classic --env_name=minatar.gym:MinAtar/Breakout-v1`` (importing the module
 registers the ids). Each run is ``seed-rl train`` in its own directory under ``--workdir``; a run with a
-``finished.json`` is read, not rerun, and a stopped one (Ctrl-C, a killed machine) resumes from its last
+``finished.json`` is read, not rerun, when its config.json holds what the command line resolves today (a run
+under an older default is set aside as ``<dir>.old-N`` and run again: ``settings_changed``), and a stopped one (Ctrl-C, a killed machine) resumes from its last
 checkpoint when the command runs again, its ``episodes.csv`` continuing. A suite spans sessions and machines: the
 finished runs of the committed results file whose directories are not under ``--workdir`` are kept (each with the
 commit that summarized it), and a run found on disk replaces its old record; an unfinished run that is not on disk
@@ -55,13 +56,42 @@ def run_dir(workdir: str, game: str, agent: str, seed: int) -> str:
     return os.path.join(workdir, f"{game}_{agent}_seed_{seed}")
 
 
+def train_flags(game: str, agent: str, seed: int, frames: int, logdir: str) -> List[str]:
+    """The ``seed-rl train`` flags of one run: the CLI's defaults for the env, no per-game settings."""
+    return ["--env=classic", f"--env_name={env_name(game)}", f"--agent={agent}", f"--seed={seed}",
+            f"--logdir={logdir}", f"--total_environment_frames={frames}", "--target_return=0",
+            "--final_eval_episodes=0", "--summary_period_secs=30"]
+
+
+def settings_changed(logdir: str, flags: List[str]) -> List[str]:
+    """What the run in ``logdir`` trained with that a new run of ``flags`` would not (``agent.learning_rate: 0.001
+    -> 0.002``): its config.json against the config the command line resolves today, defaults that follow the env
+    included; empty when they agree or the directory holds no config.json. The flags are the same in every
+    session, so this is how a run under an older default is told apart."""
+    from seed_rl.configs import resolve
+    from seed_rl.learner.resume import config_changes
+
+    path = os.path.join(logdir, "config.json")
+    if not os.path.exists(path):
+        return []
+    fv, fields = resolve.flag_values("train")
+    fv(["seed-rl", *flags])
+    # [""]: resolve as a new run would, not as one resuming this directory (which keeps what it recorded).
+    requested = resolve.fit_to_env(fv, resolve.resolve_config(fv, fields), [""]).config
+    with open(path) as f:
+        recorded = f.read()
+    return [str(c) for c in config_changes(recorded, requested.to_json()) if c.field != "run.logdir"]
+
+
 def train(game: str, agent: str, seed: int, frames: int, workdir: str) -> None:
     logdir = run_dir(workdir, game, agent, seed)
+    flags = train_flags(game, agent, seed, frames, logdir)
+    changed = settings_changed(logdir, flags)
+    if changed:
+        _common.set_aside(logdir, f"trained with other settings ({'; '.join(changed)})")
     if os.path.exists(os.path.join(logdir, "finished.json")):
         return
-    cmd = [sys.executable, "-m", "seed_rl", "train", "--env=classic", f"--env_name={env_name(game)}",
-           f"--agent={agent}", f"--seed={seed}", f"--logdir={logdir}", f"--total_environment_frames={frames}",
-           "--target_return=0", "--final_eval_episodes=0", "--summary_period_secs=30"]
+    cmd = [sys.executable, "-m", "seed_rl", "train", *flags]
     print("$", " ".join(map(shlex.quote, cmd)), flush=True)
     os.makedirs(workdir, exist_ok=True)
     with open(logdir + ".log", "a") as log:

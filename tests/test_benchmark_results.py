@@ -4,6 +4,7 @@ measures hands its numbers to a result file and documents their keys.
 """
 
 import ast
+import dataclasses
 import json
 import os
 import re
@@ -278,6 +279,35 @@ def test_the_agent_suite_reads_a_finished_run_only_when_it_ran_the_cases_flags(t
         d = run_dir(name, flags)
         agent_suite._set_aside_if_other_flags(d, ["--a=1"])
         assert not os.path.exists(d) and os.path.exists(os.path.join(f"{d}.old-1", "finished.json"))
+
+
+def test_the_minatar_suite_sets_aside_a_run_of_older_defaults(tmp_path):
+    """The suite's flags are the same in every session, so a run directory trained under an older default (V-trace's
+    small-image settings, say) is told apart by its config.json against what the command line resolves today, and
+    set aside (with its log) to be run again; a run of today's settings is read."""
+    import minatar_suite
+
+    from seed_rl.configs import resolve
+
+    logdir = str(tmp_path / "Catch_vtrace_seed_1")
+    flags = ["--env=test", "--env_name=catch:size=10", "--agent=vtrace", "--seed=1", f"--logdir={logdir}"]
+    assert minatar_suite.settings_changed(logdir, flags) == []  # nothing there yet
+    fv, fields = resolve.flag_values("train")
+    fv(["seed-rl", *flags])
+    today = resolve.fit_to_env(fv, resolve.resolve_config(fv, fields), [""]).config
+    os.makedirs(logdir)
+    with open(os.path.join(logdir, "config.json"), "w") as f:
+        f.write(today.to_json())
+    assert minatar_suite.settings_changed(logdir, flags) == []
+    older = dataclasses.replace(today, run=dataclasses.replace(today.run, batch_size=16))
+    with open(os.path.join(logdir, "config.json"), "w") as f:
+        f.write(older.to_json())
+    assert minatar_suite.settings_changed(logdir, flags) == ["run.batch_size: 16 -> 32"]
+    with open(logdir + ".log", "w") as f:
+        f.write("old\n")
+    assert _common.set_aside(logdir, "trained with other settings") == logdir + ".old-1"
+    assert not os.path.exists(logdir) and os.path.exists(os.path.join(logdir + ".old-1", "config.json"))
+    assert os.path.exists(logdir + ".old-1.log")
 
 
 def test_a_benchmark_writing_its_results_does_not_mark_its_commit_dirty(tmp_path, monkeypatch):
