@@ -22,7 +22,7 @@ import os
 import shlex
 import threading
 import time
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import keras
 import numpy as np
@@ -238,8 +238,8 @@ class Learner:
         self._best_confirmed = False
         """The best checkpoint holds weights a greedy check confirmed at the target: no window replaces them."""
         self._greedy_check_failed = False
-        self._greedy_play: Optional[tuple] = None
-        """The greedy check's compiled policy step and env, made at the first check."""
+        self._greedy_env: Optional[Any] = None
+        """The greedy check's env, made at the first check (its policy step is `play.policy_step`'s, cached)."""
         self.finished = False
         """Set when run() returns because training is finished (budget spent or target reached), not stopped."""
         self._lock = threading.Lock()
@@ -535,13 +535,12 @@ class Learner:
         version = int(self.policy_version.numpy())
         with self._lock:
             frames = self.env_frames
-        if self._greedy_play is None:
+        if self._greedy_env is None:
             from seed_rl.envs import create_environment
 
-            self._greedy_play = (play_lib.policy_step(self.agent, greedy=True),
-                                 create_environment(self.config.env, GREEDY_CHECK_ENV_ID))
-        step, env = self._greedy_play
-        returns = play_lib.play_episodes(self.agent, step, env, num_episodes, max_seconds=GREEDY_CHECK_SECONDS)
+            self._greedy_env = create_environment(self.config.env, GREEDY_CHECK_ENV_ID)
+        returns = play_lib.play_episodes(self.agent, play_lib.policy_step(self.agent, greedy=True), self._greedy_env,
+                                         num_episodes, max_seconds=GREEDY_CHECK_SECONDS)
         if not returns:
             self._train_gate.set()
             log.warning("the greedy check of the target ended no episode within %.0f s", GREEDY_CHECK_SECONDS)
@@ -642,8 +641,8 @@ class Learner:
                                self.observation_spec)
         except Exception as e:  # never lose the checkpoint because the export failed
             log.warning("SavedModel export failed: %s", e)
-        if self._greedy_play is not None:
-            self._greedy_play[1].close()
+        if self._greedy_env is not None:
+            self._greedy_env.close()
         self.episode_log.close()
         self.writer.close()
         png = summaries_lib.plot_learning_curve(self.config.run.tracking.logdir)

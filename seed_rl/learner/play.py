@@ -143,7 +143,6 @@ class PeriodicVideo:
         self.num_action_repeats = num_action_repeats
         self.max_seconds = max_seconds
         self.written: List[str] = []
-        self._step: Optional[Callable] = None
         self._last_frames = -1
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="training-videos", daemon=True)
@@ -172,14 +171,12 @@ class PeriodicVideo:
         if self.written and self._last_frames == frames:
             return None
         self._last_frames = frames
-        if self._step is None:
-            self._step = policy_step(self.agent, greedy=True)
         prefix = f"train-{frames:012d}frames"
         with warnings.catch_warnings():  # every video after the first goes to the folder the first made
             warnings.filterwarnings("ignore", message=".*Overwriting existing videos")
             env = record_video(self.make_env(), self.video_dir, self.num_action_repeats, prefix)
         try:
-            play_episodes(self.agent, self._step, env, 1, max_seconds=self.max_seconds)
+            play_episodes(self.agent, policy_step(self.agent, greedy=True), env, 1, max_seconds=self.max_seconds)
         finally:
             env.close()  # writes the file (also of an episode cut at max_seconds)
         path = os.path.join(self.video_dir, f"{prefix}-episode-0.mp4")
