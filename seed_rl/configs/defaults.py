@@ -25,10 +25,10 @@ a dict of arrays                       ``multi_input`` (V-trace, the on-policy f
 
 With the network a rule may set what learns well with it (``NetworkRule.settings``), each field unless the run
 named it: V-trace on a small image takes batch 32, learning rate 2e-3 and entropy cost 0.02 (``SMALL_IMAGE_VTRACE``)
-over CartPole's 16, 1e-3 and 0.01. Measured on MinAtar at 2.5M frames, one seed per setting (docs/environments.md has
-the runs): CartPole's settings left Breakout at about 6 from 0.5M frames on; the larger batch and rate learned Space
-Invaders and Seaquest faster, the larger entropy cost broke Breakout's plateau. The other agents keep their presets'
-settings (not measured on small images). The optimizer's epsilon and clipping, the initialisation and reward
+over CartPole's 16, 1e-3 and 0.01, chosen from short runs on three MinAtar games (docs/environments.md has them):
+with CartPole's settings one game stopped improving early and two learned slowly; the larger batch and rate learned
+faster, the larger entropy cost broke the plateau. The other agents keep their presets' settings (not measured on
+small images). The optimizer's epsilon and clipping, the initialisation and reward
 clipping stay the preset's: nothing in an observation spec says how large the rewards or gradients will be, and
 docs/environments.md ("Your own env: the defaults and why") gives each choice with its provenance. Nothing here
 names an environment: the rules are judged on envs they were not tuned on.
@@ -111,7 +111,8 @@ class NetworkRule:
 
 _ACTOR_CRITIC_IMAGE_NETWORKS = ("impala_deep", "impala_shallow", "gfootball")
 
-SMALL_IMAGE_VTRACE: Mapping[str, Mapping[str, Any]] = {"run": {"batch_size": 32}, "agent": {"learning_rate": 2e-3, "entropy_cost": 0.02}}
+SMALL_IMAGE_VTRACE: Mapping[str, Mapping[str, Any]] = {
+    "run": {"batch_size": 32}, "agent": {"learning_rate": 2e-3, "entropy_cost": 0.02}}
 """V-trace's learning settings with ``small_conv``, over CartPole's batch 16, lr 1e-3 and entropy cost 0.01 (the
 module's docstring; docs/environments.md, "Your own env: the defaults and why", has the runs)."""
 

@@ -326,7 +326,7 @@ def fit_to_env(fv: flags.FlagValues, config: Config, run_dirs: Sequence[str] = (
     rule = defaults.rule_for(config.agent)
     field = rule.field if rule is not None else "network"
     named_by = network_named_by(fv, config)
-    named = named_flags(fv)
+    named = named_flags(fv, config)
     if named_by is None:
         recorded = _recorded_network(config, field, run_dirs or [config.run.tracking.logdir])
         if recorded is not None:
@@ -349,18 +349,14 @@ def fit_to_env(fv: flags.FlagValues, config: Config, run_dirs: Sequence[str] = (
     return FittedRun(choice.config, observation_spec, action_spec, choice.line())
 
 
-def named_flags(fv: flags.FlagValues) -> frozenset:
+def named_flags(fv: flags.FlagValues, config: Config) -> frozenset:
     """The run and agent fields (by flag name) the run gave a value: a flag on the command line or a key of the
     ``--config`` file's run and agent sections. A spec's settings (`seed_rl.configs.defaults`) leave them be."""
     names = {name for name in fv if fv[name].present}
     if fv["config"].present:
         file_config = _read_config_file(str(fv["config"].value))
         names.update(flat_dict(RunConfig, file_config.get("run") or {}))
-        agent = file_config.get("agent_name") or (str(fv["agent"].value) if fv["agent"].present else "vtrace")
-        try:
-            names.update(flat_dict(agents_lib.config_class(agent), file_config.get("agent") or {}))
-        except ValueError:
-            names.update(file_config.get("agent") or {})
+        names.update(flat_dict(type(config.agent), file_config.get("agent") or {}))
     return frozenset(names)
 
 
