@@ -33,7 +33,7 @@ import shlex
 import subprocess
 import sys
 import time
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import _common
 import numpy as np
@@ -83,6 +83,21 @@ def settings_changed(logdir: str, flags: List[str]) -> List[str]:
     return [str(c) for c in config_changes(recorded, requested.to_json()) if c.field != "run.logdir"]
 
 
+def todays_settings(agents: List[str], frames: int) -> Dict[str, dict]:
+    """{agent: {setting: value}}: what a new run of each agent resolves today (the settings follow no game, so one
+    game stands for all)."""
+    from seed_rl.configs import resolve
+
+    out = {}
+    for agent in agents:
+        fv, fields = resolve.flag_values("train")
+        fv(["seed-rl", *train_flags(GAMES[0], agent, 1, frames, "")])
+        config = resolve.fit_to_env(fv, resolve.resolve_config(fv, fields), [""]).config
+        out[agent] = {"learning_rate": config.agent.optimizer.learning_rate, "batch_size": config.run.batch_size,
+                      "entropy_cost": getattr(config.agent, "entropy_cost", None)}
+    return out
+
+
 def train(game: str, agent: str, seed: int, frames: int, workdir: str) -> None:
     logdir = run_dir(workdir, game, agent, seed)
     flags = train_flags(game, agent, seed, frames, logdir)
@@ -122,14 +137,27 @@ def summarize(logdir: str) -> dict:
             "entropy_cost": config.get("agent", {}).get("entropy_cost")}
 
 
-def merge_runs(found: List[dict], previous: List[dict], previous_commit: str) -> List[dict]:
+SETTINGS = ("learning_rate", "batch_size", "entropy_cost")
+"""The settings a run record holds (from its config.json) and a kept record must share with today's defaults."""
+
+
+def merge_runs(found: List[dict], previous: List[dict], previous_commit: str,
+               today: Optional[Dict[str, dict]] = None) -> List[dict]:
     """The runs summarized from disk (``found``), then the finished runs of the previous results file that are
     not among them (a run from another session or machine), each keeping the commit that summarized it (the old
-    file's commit for records written before runs had their own); sorted by agent, game and seed."""
+    file's commit for records written before runs had their own); sorted by agent, game and seed. With ``today``
+    ({agent: {setting: value}}, `todays_settings`), a previous record of that agent is kept only when every
+    setting it recorded is today's: the table holds one setting per agent, not a median over old and new
+    defaults."""
     key = lambda r: (r["agent"], r["game"], r["seed"])  # noqa: E731
     seen = {key(r) for r in found}
+
+    def current(r: dict) -> bool:
+        want = (today or {}).get(r["agent"])
+        return want is None or all(r.get(k) is None or r.get(k) == want.get(k) for k in SETTINGS)
+
     kept = [{**r, "commit": r.get("commit", previous_commit)} for r in previous
-            if key(r) not in seen and r.get("finished") and r.get("score") is not None]
+            if key(r) not in seen and r.get("finished") and r.get("score") is not None and current(r)]
     order = {g: i for i, g in enumerate(GAMES)}
     return sorted(found + kept, key=lambda r: (r["agent"], order.get(r["game"], len(order)), r["seed"]))
 
@@ -214,6 +242,7 @@ def main() -> None:
     jobs += [(g, args.recommended, int(s)) for s in args.recommended_seeds.split(",") for g in games
              if (g, args.recommended, int(s)) not in jobs]
     previous, previous_commit = _previous_runs()
+    today = todays_settings(sorted({a for _, a, _ in jobs}), args.frames)
     commit = _common.git_commit()
     load_before = _common.loadavg()
     started = time.time()
@@ -223,7 +252,7 @@ def main() -> None:
             train(*todo[done - 1][:3], args.frames, args.workdir)
         found = [{"game": g, "agent": a, "seed": s, **summarize(run_dir(args.workdir, g, a, s)), "commit": commit}
                  for g, a, s in jobs if os.path.exists(os.path.join(run_dir(args.workdir, g, a, s), "episodes.csv"))]
-        runs = merge_runs(found, previous, previous_commit)
+        runs = merge_runs(found, previous, previous_commit, today)
         data = {"frames": args.frames, "last_episodes": LAST, "paper": PAPER, "runs": runs,
                 "aggregates": aggregates(runs), "commands": {
                     "train": f"seed-rl train --env=classic --env_name={env_name('GAME')} --agent=AGENT --seed=SEED"}}

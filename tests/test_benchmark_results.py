@@ -259,6 +259,24 @@ def test_the_minatar_suite_keeps_the_finished_runs_of_other_sessions():
         ("vtrace", "Freeway", 59.0, "abc1234")]
 
 
+def test_the_minatar_suite_keeps_no_record_of_older_defaults():
+    """A committed record whose recorded settings are not today's (V-trace before its small-image settings) is
+    dropped, so that a game's median is over one setting; a setting not recorded then does not drop a record."""
+    import minatar_suite
+
+    def run(game, agent, seed, **settings):
+        return {"game": game, "agent": agent, "seed": seed, "score": 1.0, "finished": True, **settings}
+
+    today = {"vtrace": {"learning_rate": 2e-3, "batch_size": 32, "entropy_cost": 0.01},
+             "ppo": {"learning_rate": 3e-4, "batch_size": 16, "entropy_cost": 0.01}}
+    previous = [run("Asterix", "vtrace", 2, learning_rate=1e-3, batch_size=16, entropy_cost=None),
+                run("Breakout", "vtrace", 2, learning_rate=2e-3, batch_size=32, entropy_cost=0.01),
+                run("Asterix", "ppo", 1, learning_rate=3e-4, batch_size=None)]
+    merged = minatar_suite.merge_runs([], previous, "abc1234", today)
+    assert [(r["agent"], r["game"]) for r in merged] == [("ppo", "Asterix"), ("vtrace", "Breakout")]
+    assert len(minatar_suite.merge_runs([], previous, "abc1234")) == 3  # no settings given: all kept
+
+
 def test_the_agent_suite_reads_a_finished_run_only_when_it_ran_the_cases_flags(tmp_path):
     """A run directory is reused only when its record holds today's flags; one of other flags (or of no record,
     from before the suite kept one) is set aside, so that a changed case is run again, not read."""

@@ -67,24 +67,24 @@ def test_a_small_image_gets_the_small_conv_torso_and_nothing_else_changes(preset
 
 @pytest.mark.parametrize("preset", ["classic_vtrace", "test_vtrace"])
 def test_vtrace_on_a_small_image_also_gets_the_small_image_settings(preset):
-    """Batch 32, learning rate 2e-3 and entropy cost 0.02 with small_conv (measured on MinAtar, docs/
-    environments.md); the optimizer's kind, epsilon, schedule and clipping, the initialisation and reward clipping
-    stay the preset's."""
+    """Batch 32 and learning rate 2e-3 with small_conv (measured on MinAtar, docs/environments.md); the entropy
+    cost, the optimizer's kind, epsilon, schedule and clipping, the initialisation and reward clipping stay the
+    preset's."""
     config = get_preset(preset)
     choice = fit_network(config, MINATAR_LIKE)
     assert choice.network == "small_conv"
     assert choice.config.run == replace(config.run, batch_size=32)
     agent = choice.config.agent
-    assert _changed_fields(config.agent, agent).keys() == {"network", "entropy_cost", "optimizer"}
-    assert (agent.entropy_cost, agent.optimizer) == (0.02, replace(config.agent.optimizer, learning_rate=2e-3))
+    assert _changed_fields(config.agent, agent).keys() == {"network", "optimizer"}
+    assert agent.optimizer == replace(config.agent.optimizer, learning_rate=2e-3)
     assert choice.line() == ("network: small_conv (observation [10, 10, 4] uint8: a small image (at most 42 x 42 "
-                             "pixels); --network overrides); with batch_size=32, learning_rate=0.002, "
-                             "entropy_cost=0.02 (flags override)")
+                             "pixels); --network overrides); with batch_size=32, learning_rate=0.002 (flags "
+                             "override)")
     # A field the run named stays as named; the others still follow the spec.
-    named = fit_network(config, MINATAR_LIKE, named={"learning_rate", "batch_size"})
+    named = fit_network(config, MINATAR_LIKE, named={"learning_rate"})
     assert (named.config.run.batch_size, named.config.agent.optimizer.learning_rate) == (
-        config.run.batch_size, config.agent.optimizer.learning_rate)
-    assert named.config.agent.entropy_cost == 0.02 and named.settings == ("entropy_cost=0.02",)
+        32, config.agent.optimizer.learning_rate)
+    assert named.settings == ("batch_size=32",)
     # Settings go with the network the spec chooses: a vector, or a network named, leaves the preset's.
     assert fit_network(config, VECTOR_SPEC).config.run.batch_size == config.run.batch_size
     assert fit_network(config, MINATAR_LIKE, "--network").config == config
@@ -265,17 +265,15 @@ def test_network_overrides_the_spec(flags, named_by, network):
 
 def test_a_flag_or_config_key_keeps_its_value_over_the_small_image_settings(tmp_path):
     fitted = _fit(*SMALL_CATCH)
-    assert (fitted.config.run.batch_size, fitted.config.agent.optimizer.learning_rate,
-            fitted.config.agent.entropy_cost) == (32, 2e-3, 0.02)
-    fitted = _fit(*SMALL_CATCH, "--batch_size=8", "--entropy_cost=0.05")
-    assert (fitted.config.run.batch_size, fitted.config.agent.optimizer.learning_rate,
-            fitted.config.agent.entropy_cost) == (8, 2e-3, 0.05)
+    assert (fitted.config.run.batch_size, fitted.config.agent.optimizer.learning_rate) == (32, 2e-3)
+    fitted = _fit(*SMALL_CATCH, "--batch_size=8")
+    assert (fitted.config.run.batch_size, fitted.config.agent.optimizer.learning_rate) == (8, 2e-3)
     assert fitted.network_line.endswith("; with learning_rate=0.002 (flags override)")
     config_file = tmp_path / "c.json"
     config_file.write_text(json.dumps({"run": {"batch_size": 4}, "agent": {"optimizer": {"learning_rate": 0.01}}}))
     fitted = _fit(*SMALL_CATCH, f"--config={config_file}")
-    assert (fitted.config.run.batch_size, fitted.config.agent.optimizer.learning_rate,
-            fitted.config.agent.entropy_cost) == (4, 0.01, 0.02)
+    assert (fitted.config.run.batch_size, fitted.config.agent.optimizer.learning_rate) == (4, 0.01)
+    assert fitted.network_line.endswith("pixels); --network overrides)")  # nothing left to set
 
 
 def test_r2d2s_torso_flag_overrides_the_spec():
@@ -325,7 +323,7 @@ def test_a_resumed_run_keeps_the_settings_its_config_json_records(tmp_path):
     (logdir / "config.json").write_text(old.to_json())
     resumed = _fit(*SMALL_CATCH, logdir=str(logdir))
     assert (resumed.config.run.batch_size, resumed.config.agent.optimizer.learning_rate,
-            resumed.config.agent.entropy_cost, resumed.config.agent.network) == (24, 3e-3, 0.02, "small_conv")
+            resumed.config.agent.network) == (24, 3e-3, "small_conv")
     assert _fit(*SMALL_CATCH, "--batch_size=16", logdir=str(logdir)).config.run.batch_size == 16
 
 

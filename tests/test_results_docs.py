@@ -144,8 +144,7 @@ DOC_SETTINGS: Dict[str, Dict[str, str]] = {
         "hyperparameters in the defaults' table (clip norm 0.5)": "0.5",
         "the Catch test's threshold, its budget and the bound of a blind policy": "0.8 -0.6 60K",
         "the multi_input network's mixing layer (256 units)": "256",
-        "V-trace's small-image settings against classic_vtrace's (batch 32, entropy cost 0.02 against 0.01)":
-            "32 0.02 0.01"},
+        "V-trace's small-image settings against classic_vtrace's (batch 32)": "32"},
     "docs/presets.md": {
         # The page is the presets' reference: most of its numbers are their settings.
         "the presets' hyperparameters as its tables and paragraphs state them (rates, coefficients, discounts, "
