@@ -63,21 +63,27 @@ def train_flags(game: str, agent: str, seed: int, frames: int, logdir: str) -> L
             "--final_eval_episodes=0", "--summary_period_secs=30"]
 
 
+def new_run_config(flags: List[str]):
+    """The config ``seed-rl train FLAGS`` resolves for a new run (not one resuming its ``--logdir``, which keeps
+    what it recorded), defaults that follow the env included."""
+    from seed_rl.configs import resolve
+
+    fv, fields = resolve.flag_values("train")
+    fv(["seed-rl", *flags])
+    return resolve.fit_to_env(fv, resolve.resolve_config(fv, fields), [""]).config
+
+
 def settings_changed(logdir: str, flags: List[str]) -> List[str]:
     """What the run in ``logdir`` trained with that a new run of ``flags`` would not (``agent.learning_rate: 0.001
     -> 0.002``): its config.json against the config the command line resolves today, defaults that follow the env
     included; empty when they agree or the directory holds no config.json. The flags are the same in every
     session, so this is how a run under an older default is told apart."""
-    from seed_rl.configs import resolve
     from seed_rl.learner.resume import config_changes
 
     path = os.path.join(logdir, "config.json")
     if not os.path.exists(path):
         return []
-    fv, fields = resolve.flag_values("train")
-    fv(["seed-rl", *flags])
-    # [""]: resolve as a new run would, not as one resuming this directory (which keeps what it recorded).
-    requested = resolve.fit_to_env(fv, resolve.resolve_config(fv, fields), [""]).config
+    requested = new_run_config(flags)
     with open(path) as f:
         recorded = f.read()
     return [str(c) for c in config_changes(recorded, requested.to_json()) if c.field != "run.logdir"]
@@ -86,13 +92,9 @@ def settings_changed(logdir: str, flags: List[str]) -> List[str]:
 def todays_settings(agents: List[str], frames: int) -> Dict[str, dict]:
     """{agent: {setting: value}}: what a new run of each agent resolves today (the settings follow no game, so one
     game stands for all)."""
-    from seed_rl.configs import resolve
-
     out = {}
     for agent in agents:
-        fv, fields = resolve.flag_values("train")
-        fv(["seed-rl", *train_flags(GAMES[0], agent, 1, frames, "")])
-        config = resolve.fit_to_env(fv, resolve.resolve_config(fv, fields), [""]).config
+        config = new_run_config(train_flags(GAMES[0], agent, 1, frames, ""))
         out[agent] = {"learning_rate": config.agent.optimizer.learning_rate, "batch_size": config.run.batch_size,
                       "entropy_cost": getattr(config.agent, "entropy_cost", None)}
     return out

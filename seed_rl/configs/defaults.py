@@ -97,7 +97,7 @@ class NetworkRule:
     """Kind -> other agent fields that go with the chosen network (R2D2's MLP takes no frame stack), by flag name."""
     settings: Mapping[str, Mapping[str, Mapping[str, Any]]] = dataclasses.field(default_factory=dict)
     """Kind -> {"run" or "agent": {flag name: value}}: the learning settings that go with the chosen network (a
-    small image's batch, learning rate and entropy cost), each unless the run named it (a flag, a ``--config``
+    small image's batch and learning rate), each unless the run named it (a flag, a ``--config``
     key). ``also`` is what the network needs; these are what learns well with it, measured (the module's
     docstring)."""
 
