@@ -65,41 +65,15 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import _common  # noqa: E402 - puts the repository on sys.path
 
+from seed_rl.learner.precision import CPU_FLAGS, cpu_flags  # noqa: E402 - what --precision=auto reads
+
 NAME = "cost_growth"
 TITLE = "How cost grows with actors and envs per actor (benchmarks/cost_growth.py)"
 PRESET = "atari_vtrace_fast"
 MARKER = "COST_GROWTH_RESULT "
 """Prefix of the one stdout line a child prints its result on (the actors it starts share its stdout)."""
-BF16_FLAGS = ("avx512_bf16", "amx_bf16")
-"""/proc/cpuinfo flags that give oneDNN bfloat16 arithmetic (AVX512-BF16 from Cooper Lake and Zen 4, AMX from
-Sapphire Rapids); without either, TensorFlow's bfloat16 ops on the CPU are emulated."""
-CPU_FLAGS = ("avx512f", "avx512_bf16", "amx_tile", "amx_bf16")
 STEP_KEYS = {"inference": "inference_call_ms", "train": "train_step_ms"}
 """The two timed steps of the bfloat16 comparison and the key of each one's median."""
-
-
-# ------------------------------------------------------------------------------------------------ CPU flags
-
-
-def cpu_flags(cpuinfo: Optional[str] = None) -> Dict[str, bool]:
-    """Which of ``CPU_FLAGS`` the CPU has (read from ``cpuinfo``, the text of /proc/cpuinfo, or the file), and
-    ``bf16_native``: whether it has either bfloat16 flag. The first ``flags`` line counts (x86 lists one per core,
-    all alike); no such line (another architecture, no /proc): every flag false."""
-    if cpuinfo is None:
-        try:
-            with open("/proc/cpuinfo") as f:
-                cpuinfo = f.read()
-        except OSError:
-            cpuinfo = ""
-    flags: set = set()
-    for line in cpuinfo.splitlines():
-        key, sep, value = line.partition(":")
-        if sep and key.strip() == "flags":
-            flags = set(value.split())
-            break
-    out = {flag: flag in flags for flag in CPU_FLAGS}
-    out["bf16_native"] = any(flag in flags for flag in BF16_FLAGS)
-    return out
 
 
 # ------------------------------------------------------------------------------------------------ the grid

@@ -16,6 +16,10 @@ inference device costs a copy of the weights per step, and XLA (``--jit_compile`
 know nothing of this: the learner builds them inside ``DeviceLayer.scope()`` and the trainer runs their loss
 through ``DeviceLayer``.
 
+``--precision=auto`` picks bfloat16 where the training devices compute it natively (a TPU; NVIDIA GPUs of compute
+capability 8.0 and later; a CPU whose /proc/cpuinfo lists ``avx512_bf16`` or ``amx_bf16``) and float32 elsewhere,
+where bfloat16 would be emulated at a loss (``resolve_precision``); the start line says what it chose and why.
+
 Everything that goes wrong here raises ``DeviceError`` (a ``ValueError``) with the flag to change.
 """
 
@@ -24,17 +28,31 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
 from seed_rl.config import PRECISIONS, STRATEGIES
+from seed_rl.learner.precision import resolve_precision
 
 log = logging.getLogger("seed_rl.learner")
 
 
 class DeviceError(ValueError):
     """A strategy, device or precision that this host cannot give; the message names the flag."""
+
+
+def _gpu_capabilities() -> List[Tuple[int, int]]:
+    """(major, minor) compute capability of every visible physical GPU that reports one."""
+    out = []
+    for gpu in tf.config.list_physical_devices("GPU"):
+        try:
+            capability = tf.config.experimental.get_device_details(gpu).get("compute_capability")
+        except (RuntimeError, ValueError):
+            capability = None
+        if capability:
+            out.append((int(capability[0]), int(capability[1])))
+    return out
 
 
 def configure_virtual_cpu_devices(count: int) -> None:
@@ -74,6 +92,11 @@ def _normalize(name: str) -> str:
         return device.name
     raise DeviceError(f"--inference_device={name!r}: no such device here; this learner has "
                       f"{', '.join(d.name for d in tf.config.list_logical_devices()) or 'none'}")
+
+
+def _device_type(name: str) -> str:
+    """``CPU``, ``GPU`` or ``TPU`` (upper case) of a device name."""
+    return (tf.DeviceSpec.from_string(name).device_type or "CPU").upper()
 
 
 def _short(name: str) -> str:
@@ -132,7 +155,6 @@ class DeviceLayer:
             raise DeviceError(f"--tpu={tpu} needs --strategy=tpu (got --strategy={strategy})")
         self.kind = strategy
         self.jit_compile = jit_compile
-        self.precision = precision
         if strategy == "auto":
             self.strategy: tf.distribute.Strategy = tf.distribute.get_strategy()  # the default strategy
             gpus = tf.config.list_logical_devices("GPU")
@@ -157,6 +179,9 @@ class DeviceLayer:
             self.inference_device = tf.config.list_logical_devices("CPU")[0].name
         else:
             self.inference_device = self.replica_devices[0]
+        device_type = _device_type(self.replica_devices[0])
+        self.precision, self.precision_reason = resolve_precision(
+            precision, device_type, _gpu_capabilities() if precision == "auto" and device_type == "GPU" else ())
         if jit_compile and _short(self.inference_device) != _short(self.replica_devices[0]):
             raise DeviceError(
                 f"--jit_compile with --inference_device={_short(self.inference_device)}: the network reads its "
@@ -187,6 +212,10 @@ class DeviceLayer:
             words += ", XLA"
         if self.precision != "float32":
             words += f", mixed {self.precision}"
+        elif self.precision_reason:
+            words += ", float32"
+        if self.precision_reason:
+            words += f" ({self.precision_reason})"
         return words
 
     def check_batch(self, batch_size: int, minibatches: int = 1) -> None:

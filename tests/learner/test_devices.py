@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from seed_rl.config import DevicesConfig
 from seed_rl.learner import devices as devices_lib
+from seed_rl.learner import precision as precision_lib
 from seed_rl.learner.training import Trainer
 from seed_rl.types import ReplayFeed
 from tests.agents import test_contract as contract
@@ -120,8 +121,43 @@ def test_auto_is_one_device():
     assert layer.num_replicas == 1 and not layer.distributed
     assert layer.describe() == "training on 1 replica (auto: CPU:0), inference on CPU:0"
     layer.check_batch(3)  # one replica: any batch
-    with pytest.raises(devices_lib.DeviceError, match="choose one of float32, bfloat16, float16"):
+    with pytest.raises(devices_lib.DeviceError, match="choose one of float32, bfloat16, float16, auto"):
         devices_lib.DeviceLayer("auto", precision="int8")
+
+
+NATIVE = {"avx512f": True, "avx512_bf16": True, "amx_tile": False, "amx_bf16": False, "bf16_native": True}
+EMULATED = {"avx512f": True, "avx512_bf16": False, "amx_tile": False, "amx_bf16": False, "bf16_native": False}
+
+
+def test_auto_precision_is_bfloat16_only_where_the_devices_compute_it_natively():
+    resolve = precision_lib.resolve_precision
+    # A named precision is kept on any device, with no reason.
+    for precision in ("float32", "bfloat16", "float16"):
+        assert resolve(precision, "CPU", cpu=EMULATED) == (precision, "")
+        assert resolve(precision, "GPU", [(7, 0)]) == (precision, "")
+    assert resolve("auto", "CPU", cpu=NATIVE) == ("bfloat16", "auto: the CPU has avx512_bf16")
+    assert resolve("auto", "CPU", cpu=dict(EMULATED, amx_bf16=True, bf16_native=True))[0] == "bfloat16"
+    precision, why = resolve("auto", "CPU", cpu=EMULATED)
+    assert precision == "float32" and "no avx512_bf16 or amx_bf16" in why
+    assert resolve("auto", "TPU")[0] == "bfloat16"
+    assert resolve("auto", "GPU", [(8, 0), (9, 0)]) == ("bfloat16", "auto: GPU compute capability 8.0 has "
+                                                        "bfloat16 tensor cores")
+    # One older GPU among the replicas, or none that reports a capability: float32.
+    precision, why = resolve("auto", "GPU", [(9, 0), (7, 5)])
+    assert precision == "float32" and "7.5" in why and "below 8.0" in why
+    assert resolve("auto", "GPU", [])[0] == "float32"
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_auto_precision_on_this_cpu_says_what_it_chose(monkeypatch, native):
+    monkeypatch.setattr(precision_lib, "cpu_flags", lambda cpuinfo=None: NATIVE if native else EMULATED)
+    layer = devices_lib.DeviceLayer("auto", precision="auto")
+    assert layer.precision == ("bfloat16" if native else "float32")
+    assert layer.dtype_policy() == ("mixed_bfloat16" if native else None)
+    expected = (", mixed bfloat16 (auto: the CPU has avx512_bf16)" if native else
+                ", float32 (auto: the CPU has no avx512_bf16 or amx_bf16, so bfloat16 would be emulated)")
+    assert layer.describe() == "training on 1 replica (auto: CPU:0), inference on CPU:0" + expected
+    assert DevicesConfig(precision="auto").precision == "auto"
 
 
 @pytest.mark.parametrize("case", [("r2d2", "image"), ("vtrace", "vector")])
