@@ -131,7 +131,8 @@ DOC_SETTINGS: Dict[str, Dict[str, str]] = {
         "the loss scale's settings (2**15 at first, doubled after 2,000 finite steps, at most 2**24), a citation's "
         "year": "15 2,000 24 2017",
         "the V-trace learning test's threshold": "300",
-        "the R2D2 paper's frames/s on one V100, cited as the GPU check's yardstick": "67K"},
+        "the R2D2 paper's frames/s on one V100, cited as the GPU check's yardstick": "67K",
+        "the first NVIDIA compute capability with bfloat16 tensor cores (Ampere), --precision=auto's rule": "8.0"},
     "docs/environments.md": {
         "versions and years cited (gym 0.25 / 0.26, Python 3.13, C++17, papers of 2018 and 2019)":
             "0.25 0.26 3.13 +17 2018 2019",
