@@ -28,8 +28,11 @@ of them together), train steps/s and the mean inference batch (rows per call of 
     x 20, medians after a warm-up, over ``--bf16_rounds`` rounds in alternating order. The speed-up is float32 time
     / bfloat16 time (above 1: bfloat16 is faster). The CPU's flags decide what the numbers mean: without
     ``avx512_bf16`` or ``amx_bf16`` in /proc/cpuinfo, the CPU has no bfloat16 arithmetic and TensorFlow emulates it
-    (converting to and from float32), and the script says so. No preset enables bfloat16 (this script changes none; where bfloat16 wins on a CPU that has
-    them, its verdict says so).
+    (converting to and from float32), and the script says so. Then the whole system end to end: in each round and
+    precision, a cell at the preset's actors and envs per actor (as in (a) and (b)) run with that precision, its
+    env frames/s; the end-to-end speed-up is bfloat16 frames/s / float32 frames/s. The verdict says whether
+    ``--precision=auto`` (which picks bfloat16 on such a CPU) is the faster choice here; this script changes no
+    preset.
 
 Run:  python benchmarks/cost_growth.py [--actors=1,2,4,8] [--envs=4,8,16,32,64] [--warmup=10] [--seconds=20]
       python benchmarks/cost_growth.py --report_only     # rebuilds the section and the plot from the result file
@@ -45,8 +48,9 @@ mean_inference_batch, run (``_common.local_run_data``), cell_wall_s}] (a failed 
 keys); cpu_flags {flag: present} for avx512f, avx512_bf16, amx_tile, amx_bf16, and bf16_native (either bfloat16
 flag); bf16 {skipped, calls, steps, warmup_steps, rounds, inference_batch_size, batch_size, unroll_length, runs
 [{round, precision, failed, error, devices, dtype_policy, inference_call_ms, inference_calls, train_step_ms,
-train_steps}], float32 and bfloat16 (each {inference_call_ms, train_step_ms}: the mean over rounds of the medians),
-speedup {inference, train} (float32 time / bfloat16 time), native, verdict}.
+train_steps, fps (end to end; null with --no_bf16_e2e)}], e2e_actors, e2e_envs (null with --no_bf16_e2e), float32
+and bfloat16 (each {inference_call_ms, train_step_ms, fps}: the mean over rounds), speedup {inference, train
+(float32 time / bfloat16 time), e2e (bfloat16 frames/s / float32 frames/s)}, native, verdict}.
 """
 
 from __future__ import annotations
@@ -74,6 +78,8 @@ MARKER = "COST_GROWTH_RESULT "
 """Prefix of the one stdout line a child prints its result on (the actors it starts share its stdout)."""
 STEP_KEYS = {"inference": "inference_call_ms", "train": "train_step_ms"}
 """The two timed steps of the bfloat16 comparison and the key of each one's median."""
+E2E_KEY = "fps"
+"""The key of the end-to-end comparison's measure (env frames/s of a cell at the preset's actors and envs)."""
 
 
 # ------------------------------------------------------------------------------------------------ the grid
@@ -138,13 +144,15 @@ def cell_numbers(result: dict) -> dict:
 def child_cell(args) -> dict:
     """One cell of the grid in this process: the real system, measured."""
     with tempfile.TemporaryDirectory(prefix="seed_rl_bench_cost_") as tmp:
-        config = build_config(PRESET, os.path.join(tmp, "run"), actors=args.cell_actors, envs=args.cell_envs)
+        config = build_config(PRESET, os.path.join(tmp, "run"), actors=args.cell_actors, envs=args.cell_envs,
+                              precision=args.precision)
         run = config.run
         result = _common.measure_local_run(config, warmup=args.warmup, seconds=args.seconds, min_train_steps=2,
                                            startup_timeout=args.startup_timeout)
     data = _common.local_run_data(result)
     frames_per_step = run.batch_size * run.unroll_length * config.env.num_action_repeats
     return dict(actors=run.num_actors, envs=run.env_batch_size, num_envs=run.resolved_num_envs,
+                precision=run.devices.precision,
                 inference_batch_size=run.resolved_inference_batch_size, **cell_numbers(data),
                 trained_fps=result["train_steps_per_s"] * frames_per_step, run=data)
 
@@ -217,8 +225,13 @@ def bf16_summary(runs: List[dict], flags: Dict[str, bool]) -> dict:
     for precision in ("float32", "bfloat16"):
         ok = [r for r in runs if r["precision"] == precision and not r["failed"]]
         means[precision] = {key: statistics.mean(r[key] for r in ok) for key in STEP_KEYS.values()} if ok else None
+        e2e = [r[E2E_KEY] for r in ok if r.get(E2E_KEY) is not None]
+        if means[precision] is not None and e2e:
+            means[precision][E2E_KEY] = statistics.mean(e2e)
     f32, bf16 = means["float32"], means["bfloat16"]
     speedup = ({step: f32[key] / bf16[key] for step, key in STEP_KEYS.items()} if f32 and bf16 else None)
+    if speedup is not None and bf16.get(E2E_KEY) and f32.get(E2E_KEY):
+        speedup["e2e"] = bf16[E2E_KEY] / f32[E2E_KEY]
     return dict(float32=f32, bfloat16=bf16, speedup=speedup, native=flags["bf16_native"],
                 verdict=bf16_verdict(flags["bf16_native"], speedup))
 
@@ -231,6 +244,13 @@ def bf16_verdict(native: bool, speedup: Optional[Dict[str, float]]) -> str:
                 "bfloat16.")
     if speedup is None:
         return "This CPU has bfloat16 instructions, but a measurement failed: no verdict."
+    e2e = speedup.get("e2e")
+    if e2e is not None:
+        if e2e > 1.0:
+            return ("This CPU has bfloat16 instructions and the whole system runs faster in bfloat16 here: "
+                    "`--precision=auto` picks bfloat16 on it (this script changes no preset).")
+        return ("This CPU has bfloat16 instructions, but the whole system does not run faster in bfloat16 here: "
+                "`--precision=auto` would pick bfloat16 on it at no gain; keep float32.")
     wins = [step for step in ("train", "inference") if speedup[step] > 1.0]
     if len(wins) == 2:
         return ("This CPU has bfloat16 instructions and bfloat16 is faster on both steps here: a preset meant for "
@@ -292,7 +312,7 @@ def measure_grid(args, cells: List[dict]) -> List[dict]:
     return out
 
 
-def measure_bf16(args, flags: Dict[str, bool]) -> dict:
+def measure_bf16(args, flags: Dict[str, bool], preset_actors: int, preset_envs: int) -> dict:
     runs = []
     for rnd in range(args.bf16_rounds):
         order = ("float32", "bfloat16") if rnd % 2 == 0 else ("bfloat16", "float32")
@@ -301,12 +321,23 @@ def measure_bf16(args, flags: Dict[str, bool]) -> dict:
                            f"--bf16_steps={args.bf16_steps}", f"--bf16_warmup_steps={args.bf16_warmup_steps}"],
                           timeout=args.bf16_timeout)
             r = dict(r, precision=precision, round=rnd)
+            if not args.bf16_e2e or r["failed"]:
+                r[E2E_KEY] = None
+            else:
+                cell = run_child(["--child=cell", f"--cell_actors={preset_actors}", f"--cell_envs={preset_envs}",
+                                  f"--precision={precision}", f"--warmup={args.warmup}", f"--seconds={args.seconds}",
+                                  f"--startup_timeout={args.startup_timeout}"],
+                                 timeout=args.startup_timeout + args.warmup + args.seconds + 240)
+                r[E2E_KEY] = None if cell["failed"] else cell["fps"]
+                if cell["failed"]:
+                    r = dict(r, failed=True, error=f"end to end: {cell['error']}")
             runs.append(r)
             if r["failed"]:
                 print(f"  {precision} (round {rnd}): FAILED ({r['error']})", flush=True)
             else:
+                e2e = "" if r[E2E_KEY] is None else f", end to end {r[E2E_KEY]:,.0f} frames/s"
                 print(f"  {precision} (round {rnd}): inference {r['inference_call_ms']:.1f} ms per call, train "
-                      f"{r['train_step_ms']:.0f} ms per step", flush=True)
+                      f"{r['train_step_ms']:.0f} ms per step{e2e}", flush=True)
     ok = [r for r in runs if not r["failed"]]
     sizes = ok[0] if ok else {}
     return dict(skipped=False, calls=args.bf16_calls, steps=args.bf16_steps, warmup_steps=args.bf16_warmup_steps,
@@ -314,7 +345,8 @@ def measure_bf16(args, flags: Dict[str, bool]) -> dict:
                 batch_size=sizes.get("batch_size"), unroll_length=sizes.get("unroll_length"),
                 runs=[{k: r.get(k) for k in ("round", "precision", "failed", "error", "devices", "dtype_policy",
                                              "inference_call_ms", "inference_calls", "train_step_ms",
-                                             "train_steps")} for r in runs],
+                                             "train_steps", E2E_KEY)} for r in runs],
+                e2e_actors=preset_actors if args.bf16_e2e else None, e2e_envs=preset_envs if args.bf16_e2e else None,
                 **bf16_summary(runs, flags))
 
 
@@ -359,9 +391,18 @@ def _bf16_section(d: dict, flags: Dict[str, bool]) -> str:
     f32, b16, speedup = bf["float32"], bf["bfloat16"], bf["speedup"]
     rows = [(labels[step], _fmt(f32 and f32[key], ".1f"), _fmt(b16 and b16[key], ".1f"),
              _fmt(speedup and speedup[step], ".2f")) for step, key in STEP_KEYS.items()]
+    if bf.get("e2e_actors"):
+        rows.append((f"end to end, {bf['e2e_actors']} actors x {bf['e2e_envs']} envs: env frames/s",
+                     _fmt(f32 and f32.get(E2E_KEY), ",.0f"), _fmt(b16 and b16.get(E2E_KEY), ",.0f"),
+                     _fmt(speedup and speedup.get("e2e"), ".2f")))
     text += (f"The learner's two steps as `Learner` builds them, one process per precision and round, "
              f"{bf['rounds']} round(s) in alternating order; medians of {bf['calls']} inference calls and "
              f"{bf['steps']} train steps (after {bf['warmup_steps']} untimed), averaged over the rounds:\n\n")
+    if bf.get("e2e_actors"):
+        text = text.rstrip(":\n") + (f"; then, in each round and precision, the whole system at the preset's "
+                                       f"{bf['e2e_actors']} actors x {bf['e2e_envs']} envs over a {d['seconds']:g} s "
+                                       "window (as a cell above; its speed-up is bfloat16 frames/s / float32 "
+                                       "frames/s):\n\n")
     text += _common.markdown_table(["step", "float32", "bfloat16", "speed-up (float32 / bfloat16)"], rows)
     failed = [f"{r['precision']} round {r['round']}: {r['error']}" for r in bf["runs"] if r["failed"]]
     if failed:
@@ -451,6 +492,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument("--bf16_rounds", type=int, default=2, help="rounds of float32 and bfloat16 processes")
     parser.add_argument("--bf16_timeout", type=float, default=900.0, help="seconds per bfloat16 child")
     parser.add_argument("--skip_bf16", action="store_true", help="measure the grid only")
+    parser.add_argument("--no_bf16_e2e", dest="bf16_e2e", action="store_false",
+                        help="time the two steps only, not the whole system at the preset's actors and envs")
     parser.add_argument("--out_dir", default="",
                         help="write RESULTS.md, cost_growth.json and cost_growth.png here instead of benchmarks/")
     parser.add_argument("--no_write", action="store_true", help="print only; write no file")
@@ -460,7 +503,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument("--child", choices=("cell", "bf16"), help=argparse.SUPPRESS)
     parser.add_argument("--cell_actors", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--cell_envs", type=int, default=0, help=argparse.SUPPRESS)
-    parser.add_argument("--precision", default="float32", choices=("float32", "bfloat16"), help=argparse.SUPPRESS)
+    parser.add_argument("--precision", default="", choices=("", "float32", "bfloat16"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.bf16_calls < 1 or args.bf16_steps < 1 or args.bf16_rounds < 1 or args.bf16_warmup_steps < 1:
         parser.error("--bf16_calls, --bf16_steps, --bf16_rounds and --bf16_warmup_steps must be >= 1")
@@ -510,7 +553,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"cost_growth: {len(cells)} cells of {args.warmup:g} + {args.seconds:g} s, preset {PRESET}; "
           f"bfloat16 native: {flags['bf16_native']}; load {load_before}", flush=True)
     measured = measure_grid(args, cells)
-    bf16 = {"skipped": True} if args.skip_bf16 else measure_bf16(args, flags)
+    bf16 = {"skipped": True} if args.skip_bf16 else measure_bf16(args, flags, prun.num_actors, prun.env_batch_size)
     data = dict(
         game=preset.env.name, preset=PRESET, action_repeats=preset.env.num_action_repeats,
         unroll_length=prun.unroll_length, batch_size=prun.batch_size, env_groups=prun.actor_env_groups,

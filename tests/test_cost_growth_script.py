@@ -115,6 +115,16 @@ def test_bf16_summary_and_verdict():
     assert "could enable" in cost_growth.bf16_summary(_bf16_runs([(4.0, 400.0)], [(2.0, 200.0)]), amx)["verdict"]
     assert "train step only" in cost_growth.bf16_summary(_bf16_runs([(2.0, 400.0)], [(4.0, 200.0)]), amx)["verdict"]
     assert "not faster" in cost_growth.bf16_summary(_bf16_runs([(2.0, 200.0)], [(4.0, 400.0)]), amx)["verdict"]
+    # With the whole system timed as well, its frames/s decide: faster end to end is what --precision=auto is for.
+    def with_fps(runs, f32_fps, bf16_fps):
+        return [dict(r, fps=f32_fps if r["precision"] == "float32" else bf16_fps) for r in runs]
+
+    e2e = cost_growth.bf16_summary(with_fps(_bf16_runs([(4.0, 400.0)], [(2.0, 200.0)]), 6000.0, 6600.0), amx)
+    assert e2e["bfloat16"]["fps"] == 6600.0 and e2e["speedup"]["e2e"] == pytest.approx(1.1)
+    assert "`--precision=auto` picks bfloat16" in e2e["verdict"]
+    # Faster steps but not faster end to end: keep float32.
+    slower = cost_growth.bf16_summary(with_fps(_bf16_runs([(4.0, 400.0)], [(2.0, 200.0)]), 6000.0, 5900.0), amx)
+    assert slower["speedup"]["e2e"] < 1 and "keep float32" in slower["verdict"]
     # A failed precision: no speed-up and no verdict on it.
     failed = [dict(r, failed=True) if r["precision"] == "bfloat16" else r for r in runs]
     summary = cost_growth.bf16_summary(failed, amx)
@@ -175,6 +185,14 @@ def test_the_section_holds_both_sweeps_and_the_bf16_rows():
     assert bf16 == [["inference step, batch 8: ms per call", "2.5", "3.5", f"{2.5 / 3.5:.2f}"],
                     ["train step, 4 x 20: ms per step", "230.0", "700.0", f"{230 / 700:.2f}"]]
     assert "bfloat16 is emulated here" in body and "`avx512_bf16` no" in body
+    # With the end-to-end rounds, their row follows the two steps.
+    e2e_runs = [dict(r, fps=6000.0 if r["precision"] == "float32" else 6300.0) for r in record["data"]["bf16"]["runs"]]
+    e2e_bf16 = dict(record["data"]["bf16"], runs=e2e_runs, e2e_actors=2, e2e_envs=8,
+                    **cost_growth.bf16_summary(e2e_runs, cost_growth.cpu_flags(EPYC_ROME)))
+    e2e_body = cost_growth.build_body(dict(record, data=dict(record["data"], bf16=e2e_bf16)))
+    assert "the whole system at the preset's 2 actors x 8 envs over a 20 s window" in e2e_body
+    assert _table_rows(e2e_body, "frames/s):")[2] == ["end to end, 2 actors x 8 envs: env frames/s", "6,000", "6,300",
+                                                       "1.05"]
     skipped = dict(record, data=dict(record["data"], bf16={"skipped": True}))
     assert "Not measured (`--skip_bf16`)" in cost_growth.build_body(skipped)
 
