@@ -16,7 +16,8 @@ are of training returns; one frame is one env step, MinAtar has no frame skip). 
 ``PAPER`` is read off its figure at 5M frames (about +-5%), the better of DQN and actor-critic(lambda) per game.
 Writes ``benchmarks/results/minatar_suite.json``, data keys: frames, last_episodes, paper {game: score}, runs [{game,
 agent, seed, episodes, env_frames, score, curve [[frames, mean of the last 100]], wall_hours, finished, network,
-preset, learning_rate, batch_size, entropy_cost, commit}], aggregates {agent: {games, seeds_per_game, at_or_above_paper, normalized_iqm, ci95}} (the IQM of the
+preset, learning_rate, batch_size, entropy_cost, trained_at (the commits its training sessions started at, from
+the run directory's suite_run.json; [] for runs from before it), commit (the one that summarized it)}], aggregates {agent: {games, seeds_per_game, at_or_above_paper, normalized_iqm, ci95}} (the IQM of the
 paper-normalised scores and its 95% stratified-bootstrap interval, as rliable computes them), commands; ``benchmarks/results/minatar_suite.png`` (the
 curves, seeds with their spread) and, through ``render_results.py``, the MinAtar table in RESULTS.md.
 
@@ -111,9 +112,33 @@ def train(game: str, agent: str, seed: int, frames: int, workdir: str) -> None:
     cmd = [sys.executable, "-m", "seed_rl", "train", *flags]
     print("$", " ".join(map(shlex.quote, cmd)), flush=True)
     os.makedirs(workdir, exist_ok=True)
+    record_session(logdir, _common.git_commit())
     with open(logdir + ".log", "a") as log:
         subprocess.run(cmd, check=True, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
                        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+
+
+SESSIONS = "suite_run.json"
+"""In each run directory: ``{"commits": [...]}``, the commit each of the suite's training sessions started at (a
+resumed run has several), so a record names the code that trained it rather than the one that summarized it."""
+
+
+def record_session(logdir: str, commit: str) -> None:
+    """Adds ``commit`` (the code about to train ``logdir``) to the run's ``SESSIONS`` file, once."""
+    os.makedirs(logdir, exist_ok=True)
+    commits = trained_at(logdir)
+    if commit not in commits:
+        with open(os.path.join(logdir, SESSIONS), "w") as f:
+            json.dump({"commits": commits + [commit]}, f)
+
+
+def trained_at(logdir: str) -> List[str]:
+    """The commits the suite's sessions trained ``logdir`` at ([] for a run from before the file existed)."""
+    try:
+        with open(os.path.join(logdir, SESSIONS)) as f:
+            return list(json.load(f).get("commits", []))
+    except (OSError, ValueError):
+        return []
 
 
 def summarize(logdir: str) -> dict:
@@ -136,7 +161,7 @@ def summarize(logdir: str) -> dict:
             "network": config.get("agent", {}).get("network"), "preset": config.get("preset"),
             "learning_rate": _learning_rate(config.get("agent", {})),
             "batch_size": config.get("run", {}).get("batch_size"),
-            "entropy_cost": config.get("agent", {}).get("entropy_cost")}
+            "entropy_cost": config.get("agent", {}).get("entropy_cost"), "trained_at": trained_at(logdir)}
 
 
 SETTINGS = ("learning_rate", "batch_size", "entropy_cost")

@@ -469,6 +469,11 @@ def minatar_table() -> str:
     if entry is None:
         return ("Not run yet: `python benchmarks/minatar_suite.py` (5 games x V-trace and PPO x 5M frames, and 3 "
                 "seeds of V-trace; resumable).")
+    return minatar_section(entry)
+
+
+def minatar_section(entry: dict) -> str:
+    """The MinAtar table and its facts from the results file's record (``commit``, ``date``, ``data``)."""
     d = entry["data"]
     agents = sorted({r["agent"] for r in d["runs"]})
     rows = []
@@ -500,10 +505,19 @@ def minatar_table() -> str:
         f"{agent} " + ", ".join(f"{text} ({n} run{'s' * (n > 1)})" for text, n in sorted(
             collections.Counter(setting(r) for r in d["runs"] if r["agent"] == agent).items()))
         for agent in agents)
-    # A suite spans sessions: each run keeps the commit that summarized it.
-    per_commit = collections.Counter(r.get("commit", entry["commit"]) for r in d["runs"])
-    commits = ("commit " + next(iter(per_commit)) if len(per_commit) == 1 else "runs summarized at commits " + ", ".join(
-        f"{c} ({n} run{'s' * (n > 1)})" for c, n in per_commit.items()))
+    # A suite spans sessions: each run names the commits its training started at or, for a run from before the
+    # suite recorded them, the commit that summarized it.
+    trained = collections.Counter(" + ".join(r["trained_at"]) for r in d["runs"] if r.get("trained_at"))
+    summarized = collections.Counter(r.get("commit", entry["commit"]) for r in d["runs"] if not r.get("trained_at"))
+    parts = []
+    if trained:
+        parts.append("trained at commit" + "s" * (len(trained) > 1) + " " + ", ".join(
+            f"{c} ({n} run{'s' * (n > 1)})" for c, n in trained.items()))
+    if summarized:
+        parts.append("summarized at commit" + "s" * (len(summarized) > 1) + " " + ", ".join(
+            f"{c} ({n} run{'s' * (n > 1)})" for c, n in summarized.items()) + (
+            " (training commit not recorded)" if trained else ""))
+    commits = "runs " + "; ".join(parts)
     return (f"{table}\n\nMean return of the last {d['last_episodes']} training episodes at {_frames(d['frames'])} "
             f"frames, median [min, max] over seeds (`benchmarks/results/minatar_suite.json`, {commits}, written "
             f"{entry['date']}; curves: `benchmarks/results/minatar_suite.png`). "

@@ -259,6 +259,29 @@ def test_the_minatar_suite_keeps_the_finished_runs_of_other_sessions():
         ("vtrace", "Freeway", 59.0, "abc1234")]
 
 
+def test_the_minatar_suite_records_the_commits_that_trained_each_run(tmp_path):
+    """Each training session adds its commit to the run directory once; the summary carries them, and the section
+    names them, with the summarizing commit only for records from before they were kept."""
+    import minatar_suite
+    import render_results
+
+    logdir = str(tmp_path / "Asterix_vtrace_seed_1")
+    assert minatar_suite.trained_at(logdir) == []
+    minatar_suite.record_session(logdir, "aaa1111")
+    minatar_suite.record_session(logdir, "aaa1111")  # the same code resuming: once
+    minatar_suite.record_session(logdir, "bbb2222")
+    assert minatar_suite.trained_at(logdir) == ["aaa1111", "bbb2222"]
+    runs = [{"game": "Asterix", "agent": "vtrace", "seed": s, "score": 20.0, "finished": True, "curve": [],
+             "trained_at": at, "commit": "ccc3333"} for s, at in ((1, ["aaa1111", "bbb2222"]), (2, ["aaa1111"]))]
+    runs.append({"game": "Asterix", "agent": "ppo", "seed": 1, "score": 20.0, "finished": True, "curve": [],
+                 "commit": "f90d451"})
+    data = {"frames": 5_000_000, "last_episodes": 100, "paper": minatar_suite.PAPER, "runs": runs,
+            "aggregates": minatar_suite.aggregates(runs, reps=50)}
+    text = render_results.minatar_section({"commit": "ccc3333", "date": "today", "data": data})
+    assert ("runs trained at commits aaa1111 + bbb2222 (1 run), aaa1111 (1 run); summarized at commit f90d451 "
+            "(1 run) (training commit not recorded)") in text
+
+
 def test_the_minatar_suite_keeps_no_record_of_older_defaults():
     """A committed record whose recorded settings are not today's (V-trace before its small-image settings) is
     dropped, so that a game's median is over one setting; a setting not recorded then does not drop a record."""
