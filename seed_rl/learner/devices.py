@@ -42,12 +42,17 @@ class DeviceError(ValueError):
     """A strategy, device or precision that this host cannot give; the message names the flag."""
 
 
-def _gpu_capabilities() -> List[Tuple[int, int]]:
-    """(major, minor) compute capability of every visible physical GPU that reports one."""
+def _gpu_capabilities(devices: Sequence[str]) -> List[Tuple[int, int]]:
+    """(major, minor) compute capability of the physical GPU behind each of ``devices`` (logical GPU names) that
+    reports one."""
+    physical = tf.config.list_physical_devices("GPU")
     out = []
-    for gpu in tf.config.list_physical_devices("GPU"):
+    for name in devices:
+        index = tf.DeviceSpec.from_string(name).device_index or 0
+        if index >= len(physical):
+            continue
         try:
-            capability = tf.config.experimental.get_device_details(gpu).get("compute_capability")
+            capability = tf.config.experimental.get_device_details(physical[index]).get("compute_capability")
         except (RuntimeError, ValueError):
             capability = None
         if capability:
@@ -181,7 +186,8 @@ class DeviceLayer:
             self.inference_device = self.replica_devices[0]
         device_type = _device_type(self.replica_devices[0])
         self.precision, self.precision_reason = resolve_precision(
-            precision, device_type, _gpu_capabilities() if precision == "auto" and device_type == "GPU" else ())
+            precision, device_type,
+            _gpu_capabilities(self.replica_devices) if precision == "auto" and device_type == "GPU" else ())
         if jit_compile and _short(self.inference_device) != _short(self.replica_devices[0]):
             raise DeviceError(
                 f"--jit_compile with --inference_device={_short(self.inference_device)}: the network reads its "
