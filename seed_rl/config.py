@@ -98,8 +98,8 @@ STRATEGIES = ("auto", "mirrored", "tpu")
 PRECISIONS = ("float32", "bfloat16", "float16", "auto")
 """The learner's ``precision`` values: the compute dtype of the networks' torsos. float16, whose range is small,
 trains with dynamic loss scaling (seed_rl/learner/loss_scale.py); bfloat16 has float32's range and needs none.
-``auto`` is bfloat16 where the training devices compute it natively (a TPU, NVIDIA GPUs from Ampere on, a CPU with
-AVX512-BF16 or AMX-BF16), else float32 (``seed_rl/learner/devices.py``, ``resolve_precision``)."""
+``auto`` is bfloat16 where the training devices have bfloat16 matrix units (a TPU, NVIDIA GPUs from Ampere on, a CPU
+with AMX-BF16), else float32 (``seed_rl/learner/precision.py``, ``resolve_precision``)."""
 
 AUTO_GRPC_SERVER = "aio"
 """The server kind ``grpc_server="auto"`` (the default) stands for: grpc.aio, the cheaper of the two per message
@@ -210,8 +210,8 @@ class DevicesConfig:
     precision: str = field(
         "float32", "Compute dtype of the networks' torsos: float32; bfloat16 (mixed precision: TPUs, GPUs from "
         "Ampere on, CPUs with AVX-512 BF16 or AMX); float16 (mixed precision with dynamic loss scaling: NVIDIA "
-        "GPUs from Volta on, e.g. V100, T4); or auto (bfloat16 where the training devices compute it natively, "
-        "else float32; the start line says which). Variables, LSTM, heads and losses stay float32."
+        "GPUs from Volta on, e.g. V100, T4); or auto (bfloat16 on a TPU, a GPU from Ampere on or a CPU with "
+        "AMX, else float32; the start line says which). Variables, LSTM, heads and losses stay float32."
     )
     tf_intra_op_threads: int = field(
         0, "Threads TensorFlow may use inside one op on the learner; 0 is TensorFlow's default (all cores). 1 is "

@@ -16,9 +16,9 @@ inference device costs a copy of the weights per step, and XLA (``--jit_compile`
 know nothing of this: the learner builds them inside ``DeviceLayer.scope()`` and the trainer runs their loss
 through ``DeviceLayer``.
 
-``--precision=auto`` picks bfloat16 where the training devices compute it natively (a TPU; NVIDIA GPUs of compute
-capability 8.0 and later; a CPU whose /proc/cpuinfo lists ``avx512_bf16`` or ``amx_bf16``) and float32 elsewhere,
-where bfloat16 would be emulated at a loss (``resolve_precision``); the start line says what it chose and why.
+``--precision=auto`` picks bfloat16 where the training devices have bfloat16 matrix units (a TPU; NVIDIA GPUs of
+compute capability 8.0 and later; a CPU whose /proc/cpuinfo lists ``amx_bf16``) and float32 elsewhere
+(``seed_rl/learner/precision.py``); the start line says what it chose and why.
 
 Everything that goes wrong here raises ``DeviceError`` (a ``ValueError``) with the flag to change.
 """

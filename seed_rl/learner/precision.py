@@ -1,12 +1,13 @@
-"""Which precision ``--precision=auto`` stands for on this host: bfloat16 where the training devices compute it
-natively, float32 where it would be emulated. No TensorFlow here: the device layer (``seed_rl/learner/devices.py``)
+"""Which precision ``--precision=auto`` stands for on this host: bfloat16 where the training devices have bfloat16
+matrix units, float32 elsewhere. No TensorFlow here: the device layer (``seed_rl/learner/devices.py``)
 passes the devices' type and GPU compute capabilities in, and benchmarks read the CPU's flags without starting
 TensorFlow (``benchmarks/cost_growth.py``).
 
 Why a rule and not a fixed preset value: a preset runs on every machine, and bfloat16 helps only where the hardware
-has it. Measured on this project's 2-core CPU (AVX512-BF16, no AMX; benchmarks/RESULTS.md, "How cost grows"), the
-learner's train and inference steps were faster in bfloat16; on a CPU without those instructions TensorFlow
-converts every bfloat16 op to and from float32.
+has it. On a CPU without bfloat16 instructions TensorFlow converts every bfloat16 op to and from float32. On a CPU
+with AVX512-BF16 but no AMX (this project's 2-core machine), bfloat16 did not make the whole system faster
+(``benchmarks/cost_growth.py``'s end-to-end rounds, benchmarks/RESULTS.md, "How cost grows"), so on a CPU ``auto``
+asks for AMX's bfloat16 tiles (Intel from Sapphire Rapids), as on GPUs it asks for bfloat16 tensor cores.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
 """/proc/cpuinfo flags that give oneDNN bfloat16 arithmetic (AVX512-BF16 from Cooper Lake and Zen 4, AMX from
 Sapphire Rapids); without either, TensorFlow's bfloat16 ops on the CPU are emulated (converted to and from
 float32)."""
+AUTO_CPU_FLAG = "amx_bf16"
+"""The flag ``--precision=auto`` needs on a CPU: AMX's bfloat16 matrix tiles (AVX512-BF16 alone gave no end-to-end
+gain here)."""
 CPU_FLAGS = ("avx512f", "avx512_bf16", "amx_tile", "amx_bf16")
 """The CPU flags ``cpu_flags`` reports (benchmarks/cost_growth.py records them beside its bfloat16 timings)."""
 BF16_GPU_CAPABILITY = (8, 0)
@@ -49,8 +53,8 @@ def resolve_precision(precision: str, device_type: str, gpu_capabilities: Sequen
     """The precision the learner computes in, and why, for ``--precision=precision`` on training devices of
     ``device_type`` ("CPU", "GPU" or "TPU"). Anything but ``auto`` is returned as it is (with no reason). ``auto``:
     bfloat16 on a TPU; on GPUs, bfloat16 when every one has compute capability ``BF16_GPU_CAPABILITY`` or later
-    (``gpu_capabilities``, one (major, minor) per GPU), else float32; on a CPU, bfloat16 when it has AVX512-BF16 or
-    AMX-BF16 (``cpu``: ``cpu_flags()``'s answer, read from /proc/cpuinfo when None), else float32."""
+    (``gpu_capabilities``, one (major, minor) per GPU), else float32; on a CPU, bfloat16 when it has AMX-BF16
+    (``AUTO_CPU_FLAG``; ``cpu``: ``cpu_flags()``'s answer, read from /proc/cpuinfo when None), else float32."""
     if precision != "auto":
         return precision, ""
     if device_type == "TPU":
@@ -63,7 +67,9 @@ def resolve_precision(precision: str, device_type: str, gpu_capabilities: Sequen
         return "float32", (f"auto: GPU compute capability {known} is below "
                            f"{BF16_GPU_CAPABILITY[0]}.{BF16_GPU_CAPABILITY[1]} (no bfloat16 tensor cores)")
     flags = cpu_flags() if cpu is None else cpu
-    have = [f for f in BF16_CPU_FLAGS if flags.get(f)]
-    if have or flags.get("bf16_native"):
-        return "bfloat16", f"auto: the CPU has {' and '.join(have) or 'bfloat16 arithmetic'}"
-    return "float32", "auto: the CPU has no avx512_bf16 or amx_bf16, so bfloat16 would be emulated"
+    if flags.get(AUTO_CPU_FLAG):
+        return "bfloat16", f"auto: the CPU has {AUTO_CPU_FLAG}"
+    if flags.get("avx512_bf16"):
+        return "float32", ("auto: the CPU has avx512_bf16 but no amx_bf16, where bfloat16 measured no faster end to "
+                           "end")
+    return "float32", "auto: the CPU has no amx_bf16 or avx512_bf16, so bfloat16 would be emulated"
