@@ -276,7 +276,8 @@ def test_the_minatar_suite_records_the_commits_that_trained_each_run(tmp_path):
     runs.append({"game": "Asterix", "agent": "ppo", "seed": 1, "score": 20.0, "finished": True, "curve": [],
                  "commit": "f90d451"})
     data = {"frames": 5_000_000, "last_episodes": 100, "paper": minatar_suite.PAPER, "runs": runs,
-            "aggregates": minatar_suite.aggregates(runs, reps=50)}
+            "aggregates": {agent: {"games": ["Asterix"], "at_or_above_paper": ["Asterix"], "normalized_iqm": 1.05,
+                                   "ci95": [1.05, 1.05]} for agent in ("ppo", "vtrace")}}  # rliable not needed
     text = render_results.minatar_section({"commit": "ccc3333", "date": "today", "data": data})
     assert ("runs trained at commits aaa1111 + bbb2222 (1 run), aaa1111 (1 run); summarized at commit f90d451 "
             "(1 run) (training commit not recorded)") in text
