@@ -60,10 +60,12 @@ def resolve_precision(precision: str, device_type: str, gpu_capabilities: Sequen
     if device_type == "TPU":
         return "bfloat16", "auto: a TPU computes bfloat16 natively"
     if device_type == "GPU":
-        if gpu_capabilities and min(tuple(c) for c in gpu_capabilities) >= BF16_GPU_CAPABILITY:
-            lowest = min(tuple(c) for c in gpu_capabilities)
+        if not gpu_capabilities:
+            return "float32", "auto: no training GPU reported its compute capability"
+        lowest = min(tuple(c) for c in gpu_capabilities)
+        if lowest >= BF16_GPU_CAPABILITY:
             return "bfloat16", f"auto: GPU compute capability {lowest[0]}.{lowest[1]} has bfloat16 tensor cores"
-        known = ", ".join(f"{c[0]}.{c[1]}" for c in gpu_capabilities) or "unknown"
+        known = ", ".join(f"{c[0]}.{c[1]}" for c in gpu_capabilities)
         return "float32", (f"auto: GPU compute capability {known} is below "
                            f"{BF16_GPU_CAPABILITY[0]}.{BF16_GPU_CAPABILITY[1]} (no bfloat16 tensor cores)")
     flags = cpu_flags() if cpu is None else cpu
