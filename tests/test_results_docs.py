@@ -29,7 +29,7 @@ import render_results  # noqa: E402
 README_SETTINGS = {
     "1910.06591", "2020", "3.10", "3.11",  # the paper, its year, Python versions
     "0", "1", "2", "3", "4", "5", "8", "10", "12", "16", "20", "57",  # counts: actors, envs, seeds, games, tasks
-    "450", "1M", "50M", "15000000", "200M",  # targets and frame budgets of the presets and commands
+    "450", "1M", "5M", "50M", "15000000", "200M",  # targets and frame budgets of the presets, commands, suites
     "0.70",  # the transport-overhead target
     "64", "10,000",  # published SAC HalfCheetah figures (updates per frame against ours, their return)
 }
@@ -533,3 +533,42 @@ def test_the_cost_growth_row_reads_both_sweeps_and_says_whether_bfloat16_is_nati
     assert status == "no preset enables bfloat16"
     d["bf16"] = {"speedup": {"train": 1.6, "inference": 1.2}, "native": True}
     assert render_results._cost_growth(d)[2] == "bfloat16 wins here"
+
+
+AGENT_WORDS = {"vtrace": "V-trace", "ppo": "PPO", "r2d2": "R2D2"}
+_SEED_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
+
+
+def minatar_claims(readme: str) -> Dict[str, dict]:
+    """What the README's "What does not work" line on MinAtar says per agent: ``V-trace, 3 seeds: at or above the
+    paper on Asterix, Freeway of 5`` -> {"vtrace": {"seeds": 3, "games": 5, "at_or_above": ["Asterix", "Freeway"]}}
+    (an agent "on none of N" has an empty list; game names without spaces, as the results file spells them)."""
+    found = re.search(r"^- \*\*MinAtar\*\*.*?(?=\n- |\n\n|\Z)", readme, re.S | re.M)
+    assert found is not None, "README.md's 'What does not work' has no MinAtar line"
+    line = " ".join(found.group(0).split())
+    words = {v: k for k, v in AGENT_WORDS.items()}
+    claims = {}
+    for name, seeds, games, total in re.findall(
+            r"(V-trace|PPO|R2D2), (\w+) seeds?: at or above the paper on ([A-Za-z ,]+?) of (\d)", line):
+        claims[words[name]] = {
+            "seeds": int(seeds) if seeds.isdigit() else _SEED_WORDS[seeds], "games": int(total),
+            "at_or_above": [] if games == "none" else [g.replace(" ", "") for g in games.split(", ")]}
+    return claims
+
+
+def test_the_readme_minatar_line_says_what_the_suite_file_says():
+    """The README's one-line MinAtar verdict (which games each agent is at or above the paper on, over how many
+    seeds and finished games) is the aggregates of ``benchmarks/results/minatar_suite.json``."""
+    aggregates = render_results._load_json("minatar_suite.json")["data"]["aggregates"]
+    claims = minatar_claims(_text("README.md"))
+    expected = {agent: {"seeds": a["seeds_per_game"], "games": len(a["games"]), "at_or_above": a["at_or_above_paper"]}
+                for agent, a in aggregates.items()}
+    assert claims == expected, "README.md's MinAtar line disagrees with benchmarks/results/minatar_suite.json"
+
+
+def test_the_minatar_line_parser_reads_each_agent_and_none():
+    readme = ("x\n- **MinAtar** at 5M frames: V-trace, 3 seeds: at or above the paper on Asterix, Space Invaders of 5; "
+              "PPO, one seed: at or above the paper on none of 2 (see).\n")
+    assert minatar_claims(readme) == {
+        "vtrace": {"seeds": 3, "games": 5, "at_or_above": ["Asterix", "SpaceInvaders"]},
+        "ppo": {"seeds": 1, "games": 2, "at_or_above": []}}
