@@ -518,7 +518,7 @@ def seeds_body(args, data: dict) -> str:
         f"Run on {_common.now_string()}: `{data['run_command']}` (preset `{data['preset']}`, run directories "
         f"`{args.logdir}_seed_<s>`); {_common.versions()}; {_common.cpu_model()}.\n\n"
         + _common.markdown_table(headers, rows) + "\n\n"
-        f"Each seed trains to the same budget: {data['hours_budget']:g} training hours"
+        f"Each seed trains to the same budget: {data['hours_budget']:g} training hour{'' if data['hours_budget'] == 1 else 's'}"
         + (f" or {data['total_frames']:,} env frames" if data["total_frames"] != 10**10 else "")
         + f"; {'every seed finished' if data['complete'] else '**not every seed finished**'}. Windows are means of "
         f"{WINDOW} consecutive episodes' scores (the game's raw, unclipped return); a level's frames and hours are "

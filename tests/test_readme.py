@@ -80,10 +80,10 @@ def test_quick_start_comes_first_with_its_three_tasks():
 
 
 def test_quick_start_points_to_the_generated_results_for_its_figures():
-    """The quick start quotes no figure of its own; the Pong curve's are in the generated Results block
+    """The quick start quotes no figure of its own; its Pong preset's seeds are in the generated Results block
     (tests/test_results_docs.py checks that block against benchmarks/results/)."""
     quick = _section(_text(README), "Quick start")
-    assert "(#results)" in quick and "atari_Pong_vtrace.csv" in _section(_text(README), "Results")
+    assert "(#results)" in quick and "atari_Pong_vtrace_seeds.json" in _section(_text(README), "Results")
 
 
 def _markdown_files():

@@ -29,7 +29,7 @@ import render_results  # noqa: E402
 README_SETTINGS = {
     "1910.06591", "2020", "3.10", "3.11",  # the paper, its year, Python versions
     "0", "1", "2", "3", "4", "5", "8", "10", "12", "16", "20", "57",  # counts: actors, envs, seeds, games, tasks
-    "450", "1M", "5M", "50M", "15000000", "200M",  # targets and frame budgets of the presets, commands, suites
+    "450", "1M", "5M", "50M", "16000000", "200M",  # targets and frame budgets of the presets, commands, suites
     "0.70",  # the transport-overhead target
     "64", "10,000",  # published SAC HalfCheetah figures (updates per frame against ours, their return)
 }
@@ -153,7 +153,7 @@ DOC_SETTINGS: Dict[str, Dict[str, str]] = {
                                           "2.5 3.19 3.1948 4.8 5.5 5.5339 1.2542 7.3309 -1",
         "the presets' sizes: batches, unrolls, burn-ins, replays, networks, actors, frame budgets, intervals, "
         "frames, thresholds": "18 25 29 30 32 40 50 72 80 84 96 100 128 141 200 250 256 300 400 500 512 600 1,000 "
-                              "2000 2048 2500 4000 5000 10K 20K 25K 100K 108K 200K 2M",
+                              "2000 2048 2500 4000 5000 10K 20K 25K 100K 108K 200K 2M 16M",
         "arithmetic on those settings (200K frames / 80 per step, 4000 x 29 steps in GiB)": "2,500 0.85",
         "random play's scores: Breakout's published, catch's as its test states; the catch test's threshold":
             "1.7 -0.57 0.8",
