@@ -21,7 +21,7 @@ the run directory's suite_run.json; [] for runs from before it), commit (the one
 paper-normalised scores and its 95% stratified-bootstrap interval, as rliable computes them), commands; ``benchmarks/results/minatar_suite.png`` (the
 curves, seeds with their spread) and, through ``render_results.py``, the MinAtar table in RESULTS.md.
 
-Run:  python benchmarks/minatar_suite.py [--agents=vtrace,ppo] [--seeds=1] [--recommended=vtrace]
+Run:  python benchmarks/minatar_suite.py [--agents=vtrace,ppo] [--seeds=1] [--recommended=ppo]
       [--recommended_seeds=1,2,3] [--games=Asterix,...] [--frames=5000000] [--workdir=runs/minatar_suite]
 """
 
@@ -256,7 +256,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--agents", default="vtrace,ppo")
     parser.add_argument("--seeds", default="1")
-    parser.add_argument("--recommended", default="vtrace",
+    parser.add_argument("--recommended", default="ppo",
                         help="the agent the docs recommend for such envs (docs/environments.md, MinAtar)")
     parser.add_argument("--recommended_seeds", default="1,2,3")
     parser.add_argument("--games", default=",".join(GAMES))
