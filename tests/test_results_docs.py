@@ -542,14 +542,15 @@ _SEED_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
 def minatar_claims(readme: str) -> Dict[str, dict]:
     """What the README's "What does not work" line on MinAtar says per agent: ``V-trace, 3 seeds: at or above the
     paper on Asterix, Freeway of 5`` -> {"vtrace": {"seeds": 3, "games": 5, "at_or_above": ["Asterix", "Freeway"]}}
-    (an agent "on none of N" has an empty list; game names without spaces, as the results file spells them)."""
+    (an agent "on none of N" has an empty list; game names without spaces, as the results file spells them; the
+    seeds are the fewest any game has, and a parenthesis after them may name games that have more)."""
     found = re.search(r"^- \*\*MinAtar\*\*.*?(?=\n- |\n\n|\Z)", readme, re.S | re.M)
     assert found is not None, "README.md's 'What does not work' has no MinAtar line"
     line = " ".join(found.group(0).split())
     words = {v: k for k, v in AGENT_WORDS.items()}
     claims = {}
     for name, seeds, games, total in re.findall(
-            r"(V-trace|PPO|R2D2), (\w+) seeds?: at or above the paper on ([A-Za-z ,]+?) of (\d)", line):
+            r"(V-trace|PPO|R2D2), (\w+) seeds?(?: \([^)]*\))?: at or above the paper on ([A-Za-z ,]+?) of (\d)", line):
         claims[words[name]] = {
             "seeds": int(seeds) if seeds.isdigit() else _SEED_WORDS[seeds], "games": int(total),
             "at_or_above": [] if games == "none" else [g.replace(" ", "") for g in games.split(", ")]}
@@ -568,7 +569,7 @@ def test_the_readme_minatar_line_says_what_the_suite_file_says():
 
 def test_the_minatar_line_parser_reads_each_agent_and_none():
     readme = ("x\n- **MinAtar** at 5M frames: V-trace, 3 seeds: at or above the paper on Asterix, Space Invaders of 5; "
-              "PPO, one seed: at or above the paper on none of 2 (see).\n")
+              "PPO, one seed (Breakout 2): at or above the paper on none of 2 (see).\n")
     assert minatar_claims(readme) == {
         "vtrace": {"seeds": 3, "games": 5, "at_or_above": ["Asterix", "SpaceInvaders"]},
         "ppo": {"seeds": 1, "games": 2, "at_or_above": []}}
