@@ -549,21 +549,29 @@ def minatar_claims(readme: str) -> Dict[str, dict]:
     line = " ".join(found.group(0).split())
     words = {v: k for k, v in AGENT_WORDS.items()}
     claims = {}
-    for name, seeds, games, total in re.findall(
-            r"(V-trace|PPO|R2D2), (\w+) seeds?(?: \([^)]*\))?: at or above the paper on ([A-Za-z ,]+?) of (\d)", line):
-        claims[words[name]] = {
-            "seeds": int(seeds) if seeds.isdigit() else _SEED_WORDS[seeds], "games": int(total),
-            "at_or_above": [] if games == "none" else [g.replace(" ", "") for g in games.split(", ")]}
+    for name, seeds, more, games, total in re.findall(
+            r"(V-trace|PPO|R2D2), (\w+) seeds?(?: \(([^)]*)\))?: at or above the paper on ([A-Za-z ,]+?) of (\d)",
+            line):
+        claim = {"seeds": int(seeds) if seeds.isdigit() else _SEED_WORDS[seeds], "games": int(total),
+                 "at_or_above": [] if games == "none" else [g.replace(" ", "") for g in games.split(", ")]}
+        if more:  # "Breakout, Seaquest 2": those games have 2 seeds
+            named, count = more.rsplit(" ", 1)
+            claim["more_seeds"] = {g.replace(" ", ""): int(count) for g in named.split(", ")}
+        claims[words[name]] = claim
     return claims
 
 
 def test_the_readme_minatar_line_says_what_the_suite_file_says():
     """The README's one-line MinAtar verdict (which games each agent is at or above the paper on, over how many
     seeds and finished games) is the aggregates of ``benchmarks/results/minatar_suite.json``."""
-    aggregates = render_results._load_json("minatar_suite.json")["data"]["aggregates"]
+    data = render_results._load_json("minatar_suite.json")["data"]
     claims = minatar_claims(_text("README.md"))
-    expected = {agent: {"seeds": a["seeds_per_game"], "games": len(a["games"]), "at_or_above": a["at_or_above_paper"]}
-                for agent, a in aggregates.items()}
+    expected = {}
+    for agent, a in data["aggregates"].items():
+        expected[agent] = {"seeds": a["seeds_per_game"], "games": len(a["games"]), "at_or_above": a["at_or_above_paper"]}
+        seeds = {g: sum(r["agent"] == agent and r["game"] == g and r["finished"] for r in data["runs"]) for g in a["games"]}
+        if any(n > a["seeds_per_game"] for n in seeds.values()):
+            expected[agent]["more_seeds"] = {g: n for g, n in seeds.items() if n > a["seeds_per_game"]}
     assert claims == expected, "README.md's MinAtar line disagrees with benchmarks/results/minatar_suite.json"
 
 
@@ -572,4 +580,4 @@ def test_the_minatar_line_parser_reads_each_agent_and_none():
               "PPO, one seed (Breakout 2): at or above the paper on none of 2 (see).\n")
     assert minatar_claims(readme) == {
         "vtrace": {"seeds": 3, "games": 5, "at_or_above": ["Asterix", "SpaceInvaders"]},
-        "ppo": {"seeds": 1, "games": 2, "at_or_above": []}}
+        "ppo": {"seeds": 1, "games": 2, "at_or_above": [], "more_seeds": {"Breakout": 2}}}
