@@ -535,7 +535,6 @@ def test_the_cost_growth_row_reads_both_sweeps_and_says_whether_bfloat16_is_nati
     assert render_results._cost_growth(d)[2] == "bfloat16 wins here"
 
 
-AGENT_WORDS = {"vtrace": "V-trace", "ppo": "PPO", "r2d2": "R2D2"}
 _SEED_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
 
 
@@ -547,11 +546,11 @@ def minatar_claims(readme: str) -> Dict[str, dict]:
     found = re.search(r"^- \*\*MinAtar\*\*.*?(?=\n- |\n\n|\Z)", readme, re.S | re.M)
     assert found is not None, "README.md's 'What does not work' has no MinAtar line"
     line = " ".join(found.group(0).split())
-    words = {v: k for k, v in AGENT_WORDS.items()}
+    words = {v: k for k, v in render_results.AGENT_NAMES.items()}
     claims = {}
-    for name, seeds, more, games, total in re.findall(
-            r"(V-trace|PPO|R2D2), (\w+) seeds?(?: \(([^)]*)\))?: at or above the paper on ([A-Za-z ,]+?) of (\d)",
-            line):
+    agents = "|".join(map(re.escape, words))
+    pattern = rf"({agents}), (\w+) seeds?(?: \(([^)]*)\))?: at or above the paper on ([A-Za-z ,]+?) of (\d)"
+    for name, seeds, more, games, total in re.findall(pattern, line):
         claim = {"seeds": int(seeds) if seeds.isdigit() else _SEED_WORDS[seeds], "games": int(total),
                  "at_or_above": [] if games == "none" else [g.replace(" ", "") for g in games.split(", ")]}
         if more:  # "Breakout, Seaquest 2": those games have 2 seeds
