@@ -158,8 +158,8 @@ def gpu_name() -> Optional[str]:
 def _header() -> str:
     return (
         "# Benchmark results\n\n"
-        "Written by the scripts in `benchmarks/` (each rewrites its own section and keeps the others; see\n"
-        "STYLE.md item 20). Every target is a ratio of two rates measured within the same run of a script: the\n"
+        "Written by the scripts in `benchmarks/` (each rewrites its own section and keeps the others).\n"
+        "Every target is a ratio of two rates measured within the same run of a script: the\n"
         "machines are shared and noisy, so absolute numbers move from run to run, and each section records the\n"
         "load average before its run.\n\n"
         f"Last written {now_string()}. Machine of the latest run: {os.cpu_count()} CPU cores ({cpu_model()}), {memory_gib():.0f} GiB RAM, no GPU, "

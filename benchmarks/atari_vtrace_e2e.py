@@ -2,8 +2,8 @@
 
 Atari Pong with the ``atari_vtrace`` preset (IMPALA deep ResNet 16-32-32 + LSTM 256), 2 actor processes x 4 envs
 (flags: ``--num_actors=2 --env_batch_size=4``), batch 8 x unroll 20 by default (the preset's batch 32 makes one
-train step take ~1.5 s on 2 cores; limits.md measures the same frames/s at batch 8, and the smaller batch keeps
-the run short). On two CPU cores the learner's compute is the ceiling (reference/limits.md), so:
+train step take ~1.5 s on 2 cores, and the smaller batch keeps the run short). On two CPU cores the learner's
+compute is the ceiling, so:
 
 (a) ``InferenceStep`` alone, called in a loop on batches of the resolved inference batch size (what the e2e run
     uses: ``max(env_batch_size, num_envs // 2)`` rows, env ids cycling as the actors' messages do) with real
@@ -267,7 +267,7 @@ def main() -> int:
         + f"\n{args.game}, preset `atari_vtrace` (IMPALA deep ResNet 16-32-32 + LSTM 256, 18 actions), "
         f"{run.num_actors} actor processes x {run.env_batch_size} envs, inference batch "
         f"{rows} (resolved default), **batch {run.batch_size} x unroll {run.unroll_length}** (the preset's batch 32 "
-        f"is reduced to keep the run short; limits.md measures the same train frames/s at batch 8), action repeat "
+        f"is reduced to keep the run short), action repeat "
         f"{repeats}. (a) and (b) run alone in the benchmark process before and after (c); (c) is "
         f"`seed_rl.launch.local.LocalRun` (learner in the benchmark process, actors as `python -m seed_rl actor` "
         f"subprocesses over loopback gRPC).\n\n"

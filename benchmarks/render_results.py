@@ -430,7 +430,7 @@ MEASURED = (
     Measured("atari_r2d2_e2e.json", "Atari Pong R2D2, 2 actors x 4 envs: end-to-end / compute ceiling "
              "(`python benchmarks/atari_r2d2_e2e.py`)", _e2e),
     Measured("atari_engine_speed.json", "Atari env stepping in one actor, 8 Pong envs in 2 groups: ale-py's vector "
-             "engine against the gymnasium path (`python benchmarks/atari_engine_speed.py --seconds=20 --rounds=5`)",
+             "engine against the gymnasium path (`python benchmarks/atari_engine_speed.py`; the file records the flags)",
              _engine_speed),
     Measured("actor_memory.json", "one actor process with 4 Atari envs, resident memory "
              "(`python benchmarks/actor_memory.py`)", _actor_memory),

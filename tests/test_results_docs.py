@@ -29,7 +29,7 @@ import render_results  # noqa: E402
 README_SETTINGS = {
     "1910.06591", "2020", "3.10", "3.11",  # the paper, its year, Python versions
     "0", "1", "2", "3", "4", "5", "8", "10", "12", "16", "20", "57",  # counts: actors, envs, seeds, games, tasks
-    "450", "1M", "5M", "50M", "16000000", "200M",  # targets and frame budgets of the presets, commands, suites
+    "450", "1M", "5M", "50M", "16000000", "200M", "1,000M",  # targets and frame budgets of the presets, commands, suites
     "0.70",  # the transport-overhead target
     "64", "10,000",  # published SAC HalfCheetah figures (updates per frame against ours, their return)
 }
