@@ -659,9 +659,10 @@ class Learner:
         elapsed = time.time() - self._start_time
         kind = "evaluation episodes" if self._report_eval else "episodes"
         last = self.episode_log.mean_recent_return(self._report_eval)
+        count = self.episode_log.recent_count(self._report_eval)
         line = (f"{'finished' if finished else 'stopped'} after {self.env_frames:,d} env frames in "
-                f"{elapsed / 60:.1f} min ({self.episode_log.total:,d} episodes); mean return of the last "
-                f"{self.episode_log.recent_count(self._report_eval)} {kind}: {last:.1f}")
+                f"{elapsed / 60:.1f} min ({self.episode_log.total:,d} episodes); "
+                + (f"mean return of the last {count} {kind}: {last:.1f}" if count else f"no {kind} ended"))
         best = self.best.record
         if best:
             line += f"; best window {best['mean_return']:.1f} at {best['env_frames']:,d} frames"

@@ -51,3 +51,22 @@ def test_episodes_whose_return_is_not_finite_stay_out_of_the_windows(tmp_path):
     assert log.mean_recent_return() == 2.0 and log.window_return() == 2.0
     assert log.total == 3 and log.non_finite == 1
     assert [e.episode_return for e in read_episodes(str(tmp_path / "episodes.csv"))] == [1.0, float("inf"), 3.0]
+
+
+def test_the_closing_line_says_no_episode_ended_rather_than_a_mean_of_none(tmp_path):
+    """A run shorter than one episode (MountainCarContinuous at a few thousand frames) closed with "mean return of
+    the last 0 episodes: nan"; it says that no episode ended, and once one has, the mean of what it has."""
+    import time
+    from types import SimpleNamespace
+
+    from seed_rl.learner.learner import Learner
+
+    log = EpisodeLog(str(tmp_path))
+    learner = SimpleNamespace(_start_time=time.time(), _report_eval=False, episode_log=log, env_frames=3736,
+                              best=SimpleNamespace(record=None))
+    line = Learner._summary_line(learner, True)
+    assert line.startswith("finished after 3,736 env frames") and line.endswith("; no episodes ended"), line
+    assert "nan" not in line
+    log.write(_episodes([1, 3]))
+    assert Learner._summary_line(learner, False).endswith("; mean return of the last 2 episodes: 2.0")
+    log.close()
