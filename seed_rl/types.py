@@ -14,6 +14,7 @@ Conventions (from the original SEED RL, see docs/architecture.md):
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Callable, Mapping, NamedTuple, Optional, Protocol, Union, runtime_checkable
 
 import numpy as np
@@ -149,6 +150,23 @@ def observation_kind(spec: ObservationSpec) -> str:
     if len(shape) == 3 and min(shape[0], shape[1]) >= 3:
         return SMALL_IMAGE if shape[0] * shape[1] <= SMALL_IMAGE_MAX_PIXELS else IMAGE
     return VECTOR
+
+
+MAX_ONE_HOT_FEATURES = 65_536
+"""A discrete observation whose one-hot would have more features than this (elements x values) reaches the MLP as
+its integers cast to float instead: a first dense layer of 64 on 65,536 inputs already holds 4M weights."""
+
+
+def one_hot_depth(spec) -> int:
+    """The one-hot depth ``MLPTorso`` encodes an observation of ``spec`` with: ``num_values`` for a discrete one
+    (int32 with ``num_values``, values ``0..num_values - 1``: gymnasium's ``Discrete`` and ``MultiDiscrete``), 0
+    for anything else (MultiBinary's int8 0/1 included: it is its own one-hot) and for a one-hot of more than
+    ``MAX_ONE_HOT_FEATURES`` features. ``spec`` None (not known): 0."""
+    if not isinstance(spec, ArraySpec) or spec.dtype != "int32" or spec.num_values < 2:
+        return 0
+    if math.prod(int(d) for d in spec.shape) * spec.num_values > MAX_ONE_HOT_FEATURES:
+        return 0
+    return int(spec.num_values)
 
 
 def _jsonable(x: Any) -> Any:

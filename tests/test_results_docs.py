@@ -145,7 +145,8 @@ DOC_SETTINGS: Dict[str, Dict[str, str]] = {
         "hyperparameters in the defaults' table (clip norm 0.5)": "0.5",
         "the Catch test's threshold, its budget and the bound of a blind policy": "0.8 -0.6 60K",
         "the multi_input network's mixing layer (256 units)": "256",
-        "V-trace's small-image settings against classic_vtrace's (batch 32)": "32"},
+        "V-trace's small-image settings against classic_vtrace's (batch 32)": "32",
+        "the one-hot's cap on discrete observations (seed_rl.types.MAX_ONE_HOT_FEATURES)": "65,536"},
     "docs/presets.md": {
         # The page is the presets' reference: most of its numbers are their settings.
         "the presets' hyperparameters as its tables and paragraphs state them (rates, coefficients, discounts, "

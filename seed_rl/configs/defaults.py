@@ -55,6 +55,7 @@ from seed_rl.types import (
     VECTOR,
     ObservationSpec,
     observation_kind,
+    one_hot_depth,
 )
 
 __all__ = ["IMAGE", "RULES", "SMALL_IMAGE", "SMALL_IMAGE_MAX_PIXELS", "VECTOR", "DICT", "NetworkChoice", "NetworkRule",
@@ -72,14 +73,20 @@ def describe_observation(spec: ObservationSpec) -> str:
     dict, each key (in sorted order, the order it is encoded in) with its own kind."""
     kind = observation_kind(spec)
     if isinstance(spec, collections.abc.Mapping):
-        shapes = ", ".join(f"{key}: {list(spec[key].shape)} {spec[key].dtype} ({observation_kind(spec[key])})"
-                           for key in sorted(spec))
+        shapes = ", ".join(f"{key}: {list(spec[key].shape)} {spec[key].dtype} ({observation_kind(spec[key])}"
+                           f"{_one_hot_words(spec[key])})" for key in sorted(spec))
         return f"{{{shapes}}}: {_KIND_WORDS[kind]}"
     if kind == VECTOR:
         words = "a vector" if len(spec.shape) == 1 else "not an [H, W, C] image: flattened, as a vector"
+        words += _one_hot_words(spec)
     else:
         words = _KIND_WORDS[kind]
     return f"{list(spec.shape)} {spec.dtype}: {words}"
+
+
+def _one_hot_words(spec) -> str:
+    depth = one_hot_depth(spec)
+    return f", discrete: one-hot over its {depth} values" if depth else ""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,7 +9,7 @@ raw reward.
 The generic wrappers are shared by every family:
 
 * `CastObservation` makes observations numpy arrays of one fixed dtype, the one the spec announces (float Boxes
-  become float32; Discrete observations become int32 scalars).
+  become float32; Discrete observations become int32 scalars; a Tuple becomes a Dict).
 * `ActionRepeat` repeats an action ``k`` times and sums the rewards (the ``num_action_repeats`` of non-Atari
   families; Atari does its frame skip in `seed_rl.envs.atari.AtariPreprocessing`).
 * `SeedOnFirstReset` stores the env's seed so that the first ``reset()`` without a seed uses it.
@@ -33,6 +33,7 @@ import numpy as np
 from gymnasium import spaces
 
 from seed_rl.envs.registry import EnvFamily
+from seed_rl.envs.specs import tuple_keys
 
 if TYPE_CHECKING:
     from seed_rl.config import EnvConfig
@@ -123,15 +124,23 @@ class CastObservation(gymnasium.ObservationWrapper):
     """Produces observations as numpy arrays of the dtype their spec announces.
 
     Float Boxes become float32 (bounds cast too); integer and bool Boxes keep their dtype; Discrete becomes an
-    int32 scalar array, MultiDiscrete an int32 array, MultiBinary an int8 array; a Dict is cast key by key.
+    int32 scalar array, MultiDiscrete an int32 array, MultiBinary an int8 array; a Dict is cast key by key; a
+    Tuple becomes a Dict of its elements under the keys `seed_rl.envs.specs.tuple_keys` (``'0'``, ``'1'``, ...).
     """
 
     def __init__(self, env: gymnasium.Env):
         super().__init__(env)
-        self.observation_space = _cast_space(env.observation_space)
+        space = env.observation_space
+        self._tuple_keys: list[str] | None = None
+        if isinstance(space, spaces.Tuple):
+            self._tuple_keys = tuple_keys(len(space.spaces))
+            space = spaces.Dict(dict(zip(self._tuple_keys, space.spaces)))
+        self.observation_space = _cast_space(space)
         self._dtypes = _dtypes_of(self.observation_space)
 
     def observation(self, observation: Any) -> Any:
+        if self._tuple_keys is not None:
+            observation = dict(zip(self._tuple_keys, observation))
         if isinstance(self._dtypes, dict):
             return {k: np.asarray(observation[k], dtype=d) for k, d in self._dtypes.items()}
         return np.asarray(observation, dtype=self._dtypes)
@@ -163,7 +172,7 @@ def _dtypes_of(space: spaces.Space) -> Any:
         return np.dtype(np.int8)
     raise ValueError(
         f"unsupported observation space {type(space).__name__} ({space}); supported: Box, Discrete, "
-        "MultiDiscrete, MultiBinary and a flat Dict of these"
+        "MultiDiscrete, MultiBinary and a flat Dict or Tuple of these"
     )
 
 

@@ -12,10 +12,17 @@ space                           spec
 ``Box``                         ``shape``, ``dtype`` name, ``minimum``/``maximum`` (a scalar when the bound is
                                 the same for every element, else a nested list)
 ``Discrete(n)``                 ``shape ()``, ``dtype 'int32'``, ``num_values n`` (actions must start at 0)
-``MultiDiscrete`` (same n)      ``shape (d,)``, ``dtype 'int32'``, ``num_values n``
+``MultiDiscrete`` (same n)      ``shape (d,)``, ``dtype 'int32'``, ``num_values n`` (an observation may have
+                                a different n per element: ``num_values`` is the largest)
 ``MultiBinary``                 ``shape``, ``dtype 'int8'``, ``num_values 2``
 ``Dict`` of the above           a flat ``dict`` of specs (observations only; nested dicts are refused)
+``Tuple`` of the above          the ``dict`` of its elements under the keys ``tuple_keys(n)`` (``'0'``, ``'1'``,
+                                ...; zero-padded from ten elements on, so that sorted keys keep the tuple's
+                                order). Observations only; the classic family's envs produce such dicts
+                                (`seed_rl.envs.classic.CastObservation`)
 ==============================  =============================================================================
+
+The networks one-hot encode discrete observations (int32 with ``num_values``; `seed_rl.networks.torsos`).
 """
 
 from __future__ import annotations
@@ -28,7 +35,8 @@ from gymnasium import spaces
 
 from seed_rl.types import ArraySpec, ObservationSpec
 
-__all__ = ["action_space_spec", "action_spec", "observation_space_spec", "observation_spec", "space_to_spec"]
+__all__ = ["action_space_spec", "action_spec", "observation_space_spec", "observation_spec", "space_to_spec",
+           "tuple_keys"]
 
 
 def observation_spec(env: gymnasium.Env) -> ObservationSpec:
@@ -36,8 +44,18 @@ def observation_spec(env: gymnasium.Env) -> ObservationSpec:
     return observation_space_spec(env.observation_space)
 
 
+def tuple_keys(size: int) -> list[str]:
+    """The dict keys of a ``Tuple`` observation's ``size`` elements: their indices, zero-padded to one width so that
+    sorted keys (the networks' and tables' order) are the tuple's order."""
+    width = len(str(max(size - 1, 0)))
+    return [f"{i:0{width}d}" for i in range(size)]
+
+
 def observation_space_spec(space: spaces.Space) -> ObservationSpec:
-    """The spec of one observation of ``space``: an ArraySpec, or a flat dict of them."""
+    """The spec of one observation of ``space``: an ArraySpec, or a flat dict of them (a Dict's, or a Tuple's under
+    `tuple_keys`)."""
+    if isinstance(space, spaces.Tuple):
+        space = spaces.Dict(dict(zip(tuple_keys(len(space.spaces)), space.spaces)))
     if isinstance(space, spaces.Dict):
         specs = {}
         for key, subspace in space.spaces.items():
@@ -46,9 +64,9 @@ def observation_space_spec(space: spaces.Space) -> ObservationSpec:
                     f"observation key {key!r} holds a nested {type(subspace).__name__} space; only a flat "
                     "Dict of arrays is supported"
                 )
-            specs[str(key)] = space_to_spec(subspace, what=f"observation[{key!r}]")
+            specs[str(key)] = space_to_spec(subspace, what=f"observation[{key!r}]", observation=True)
         return specs
-    return space_to_spec(space, what="observation")
+    return space_to_spec(space, what="observation", observation=True)
 
 
 def action_spec(env: gymnasium.Env) -> ArraySpec:
@@ -65,8 +83,9 @@ def action_space_spec(space: spaces.Space) -> ArraySpec:
     return space_to_spec(space, what="action")
 
 
-def space_to_spec(space: spaces.Space, what: str = "space") -> ArraySpec:
-    """Converts one non-composite gymnasium space into an ArraySpec (see the module docstring)."""
+def space_to_spec(space: spaces.Space, what: str = "space", observation: bool = False) -> ArraySpec:
+    """Converts one non-composite gymnasium space into an ArraySpec (see the module docstring). An
+    ``observation``'s MultiDiscrete may have a different number of values per element."""
     if isinstance(space, spaces.Box):
         dtype = np.dtype(space.dtype)
         return ArraySpec(
@@ -84,17 +103,16 @@ def space_to_spec(space: spaces.Space, what: str = "space") -> ArraySpec:
     if isinstance(space, spaces.MultiDiscrete):
         nvec = np.asarray(space.nvec)
         starts = np.asarray(getattr(space, "start", np.zeros_like(nvec)))
-        if nvec.size == 0 or np.any(nvec != nvec.flat[0]) or np.any(starts != 0):
-            raise ValueError(
-                f"{what}: MultiDiscrete space {space} must have the same number of values in every "
-                "dimension and start at 0"
-            )
-        return ArraySpec(shape=tuple(nvec.shape), dtype="int32", num_values=int(nvec.flat[0]))
+        if nvec.size == 0 or (not observation and np.any(nvec != nvec.flat[0])) or np.any(starts != 0):
+            same = "" if observation else " have the same number of values in every dimension and"
+            raise ValueError(f"{what}: MultiDiscrete space {space} must{same} start at 0"
+                             + ("" if nvec.size else " and have at least one element"))
+        return ArraySpec(shape=tuple(nvec.shape), dtype="int32", num_values=int(nvec.max()))
     if isinstance(space, spaces.MultiBinary):
         return ArraySpec(shape=tuple(int(d) for d in space.shape), dtype="int8", num_values=2)
     raise ValueError(
         f"{what}: unsupported gymnasium space {type(space).__name__} ({space}); supported: Box, Discrete, "
-        "MultiDiscrete, MultiBinary and (observations only) a flat Dict of these"
+        "MultiDiscrete, MultiBinary and (observations only) a flat Dict or Tuple of these"
     )
 
 

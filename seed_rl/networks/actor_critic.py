@@ -15,7 +15,7 @@ import tensorflow as tf
 from seed_rl.networks.multi_input import MultiInputTorso
 from seed_rl.networks.recurrent import ResettingLSTM
 from seed_rl.networks.torsos import ImpalaDeepTorso, ImpalaShallowTorso, MLPTorso, SmallConvTorso
-from seed_rl.types import EnvOutput, ObservationSpec
+from seed_rl.types import EnvOutput, ObservationSpec, one_hot_depth
 
 
 def _merge_time_and_batch(observation) -> tf.Tensor:
@@ -135,9 +135,10 @@ def build_actor_critic(network: str, num_actions: int, policy_size: int | None =
     elif network == "small_conv":
         torso = SmallConvTorso()
     elif network == "mlp":
-        torso = MLPTorso(mlp_sizes)
+        depth = one_hot_depth(observation_spec)
+        torso = MLPTorso(mlp_sizes, one_hot_depth=depth)
         if separate_value_network:
-            value_torso = MLPTorso(mlp_sizes)
+            value_torso = MLPTorso(mlp_sizes, one_hot_depth=depth)
     elif network == "multi_input":
         if not isinstance(observation_spec, Mapping):
             raise ValueError("network=multi_input is built for the keys of a dict observation: pass its spec")

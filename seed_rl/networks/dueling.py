@@ -137,7 +137,9 @@ class DuelingLSTMDQNNet(keras.Model):
         self.num_actions = int(num_actions)
         self.observation_shape = observation_shape
         self.stack_size = int(stack_size)
-        self.torso_input_shape = observation_shape[:-1] + (observation_shape[-1] * self.stack_size,)
+        # A scalar observation (a gymnasium Discrete: shape ()) has no axis to stack along; stack_size is 1 for it.
+        self.torso_input_shape = (observation_shape[:-1] + (observation_shape[-1] * self.stack_size,)
+                                  if observation_shape else ())
         self.torso = torso
         policy = self.dtype_policy
         self.core = ResettingLSTM(lstm_size, dtype=policy)

@@ -9,7 +9,8 @@ a key's spec                                its encoder
 ==========================================  ==============================================================
 ``[H, W, C]``, ``H * W <= 42 * 42``         `SmallConvTorso` (conv 16 3x3 stride 1, dense 128)
 ``[H, W, C]``, larger                       `ImpalaShallowTorso` (conv 16 8x8/4, conv 32 4x4/2, dense 256)
-anything else                               flattened, cast to float, `MLPTorso` (the agent's ``mlp_sizes``)
+anything else                               flattened (a discrete key one-hot encoded, else cast to float),
+                                            `MLPTorso` (the agent's ``mlp_sizes``)
 ==========================================  ==============================================================
 
 Larger images get IMPALA's shallow CNN for every agent (V-trace's own Atari network is the deep ResNet): in a dict
@@ -38,7 +39,7 @@ import keras
 import tensorflow as tf
 
 from seed_rl.networks.torsos import ImpalaShallowTorso, MLPTorso, SmallConvTorso
-from seed_rl.types import IMAGE, SMALL_IMAGE, ArraySpec, observation_kind
+from seed_rl.types import IMAGE, SMALL_IMAGE, ArraySpec, observation_kind, one_hot_depth
 
 __all__ = ["MultiInputTorso", "encoder_kinds"]
 
@@ -81,7 +82,8 @@ class MultiInputTorso(keras.layers.Layer):
             elif kind == IMAGE:
                 self.encoders.append(ImpalaShallowTorso(name=name))
             else:
-                self.encoders.append(MLPTorso(mlp_sizes, name=name))
+                self.encoders.append(MLPTorso(mlp_sizes, one_hot_depth=one_hot_depth(observation_spec[key]),
+                                              name=name))
         self.fc = keras.layers.Dense(int(output_size), activation="relu", name="mixing")
 
     def call(self, observation):

@@ -5,7 +5,9 @@
   residual blocks (relu, conv, relu, conv), then relu, flatten, dense 256 + relu.
 * ``NatureTorso``: the DQN Nature CNN used by R2D2 (conv 32 8x8 s4, 64 4x4 s2, 64 3x3 s1, dense 512).
 * ``SmallConvTorso``: the MinAtar paper's network for small images (conv 16 3x3 s1, dense 128).
-* ``MLPTorso``: dense + relu layers for vector observations.
+* ``MLPTorso``: dense + relu layers for vector observations; discrete observations (gymnasium's ``Discrete`` and
+  ``MultiDiscrete``: int32 with ``num_values`` in their spec) are one-hot encoded first (`one_hot_depth`), as
+  Stable-Baselines3 and RLlib encode them: a state index is a label, not a quantity.
 
 uint8 observations are scaled to [0, 1]. uint16 observations are packed boolean planes (16 per channel, the
 football family's wire format, `seed_rl.envs.football.pack_bit_planes`): they are unpacked into 0/1 planes
@@ -14,6 +16,7 @@ football family's wire format, `seed_rl.envs.football.pack_bit_planes`): they ar
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import keras
@@ -127,14 +130,34 @@ class SmallConvTorso(ConvTorso):
 
 
 class MLPTorso(keras.layers.Layer):
-    def __init__(self, sizes: Sequence[int] = (64, 64), **kwargs):
+    """Flatten, then dense ReLU layers of ``sizes``. With ``one_hot_depth`` > 0 (`one_hot_depth` of the
+    observation's spec) each element is one-hot encoded before the flatten; a value outside ``0..depth - 1``, which
+    its spec does not allow, encodes as zeros."""
+
+    def __init__(self, sizes: Sequence[int] = (64, 64), one_hot_depth: int = 0, **kwargs):
         super().__init__(**kwargs)
         self.sizes = tuple(sizes)
+        self.one_hot_depth = int(one_hot_depth)
         self.layers_ = [keras.layers.Dense(n, activation="relu") for n in self.sizes]
         self.flatten = keras.layers.Flatten()
 
+    def build(self, input_shape):
+        # Built from the shape, not by tracing call() on symbolic inputs (tf.one_hot takes no Keras tensor): the
+        # dense layers see elements x depth features (x 1 without a one-hot).
+        dims = tuple(input_shape)[1:]
+        if all(d is not None for d in dims):
+            size = math.prod(int(d) for d in dims) * max(self.one_hot_depth, 1)
+            for layer in self.layers_:
+                layer.build((None, size))
+                size = layer.units
+        self.built = True
+
     def call(self, observation):
-        x = self.flatten(_to_float(observation))
+        if self.one_hot_depth:
+            x = tf.one_hot(tf.cast(observation, tf.int32), self.one_hot_depth, dtype=tf.float32)
+            x = tf.reshape(x, [tf.shape(x)[0], -1])  # [N] (a Discrete) or [N, ...] -> [N, elements * depth]
+        else:
+            x = self.flatten(_to_float(observation))
         for layer in self.layers_:
             x = layer(x)
         return x

@@ -15,7 +15,7 @@ from gymnasium import spaces
 from seed_rl.config import EnvConfig
 from seed_rl.envs import action_spec, create_environment, env_specs, observation_spec
 from seed_rl.envs.classic import ActionRepeat, CastObservation, create_classic_environment
-from seed_rl.envs.specs import space_to_spec
+from seed_rl.envs.specs import observation_space_spec, space_to_spec, tuple_keys
 from seed_rl.types import ArraySpec
 
 
@@ -69,6 +69,34 @@ def test_space_to_spec(space, expected):
 def test_unsupported_spaces_raise(space):
     with pytest.raises(ValueError, match="space"):
         space_to_spec(space)
+
+
+def test_observation_tuples_become_dicts_and_multidiscrete_may_differ_per_element():
+    """An observation's Tuple is a dict under its indices (zero-padded, so sorted keys keep the tuple's order) and an
+    observation's MultiDiscrete may have a different count per element (the largest is num_values, which the
+    one-hot needs); an action's must still be uniform (one categorical per element)."""
+    blackjack = spaces.Tuple([spaces.Discrete(32), spaces.Discrete(11), spaces.Discrete(2)])
+    assert observation_space_spec(blackjack) == {"0": ArraySpec((), "int32", num_values=32),
+                                                 "1": ArraySpec((), "int32", num_values=11),
+                                                 "2": ArraySpec((), "int32", num_values=2)}
+    assert tuple_keys(11) == ["00", "01", "02", "03", "04", "05", "06", "07", "08", "09", "10"]
+    assert sorted(tuple_keys(11)) == tuple_keys(11) and tuple_keys(1) == ["0"]
+    assert observation_space_spec(spaces.MultiDiscrete([2, 5])) == ArraySpec((2,), "int32", num_values=5)
+    with pytest.raises(ValueError, match="same number of values"):
+        space_to_spec(spaces.MultiDiscrete([2, 5]))
+    with pytest.raises(ValueError, match="nested Tuple"):
+        observation_space_spec(spaces.Tuple([spaces.Discrete(2), spaces.Tuple([spaces.Discrete(2)])]))
+
+
+def test_a_tuple_observation_env_steps_as_a_dict_of_its_spec():
+    env = create_environment(EnvConfig(name="Blackjack-v1"), env_id=0)
+    spec = observation_spec(env)
+    assert sorted(spec) == ["0", "1", "2"] and spec["0"] == ArraySpec((), "int32", num_values=32)
+    for obs in (env.reset()[0], env.step(np.int32(0))[0]):
+        assert sorted(obs) == ["0", "1", "2"]
+        for key, leaf_spec in spec.items():
+            leaf_spec.check(obs[key], key, batched=False)
+    env.close()
 
 
 class _Float64DictEnv(gymnasium.Env):

@@ -22,7 +22,16 @@ from seed_rl.networks.dueling import DuelingLSTMDQNNet
 from seed_rl.ops.priorities import sequence_priorities
 from seed_rl.ops.specs import zeros_env_output
 from seed_rl.ops.unrolls import time_major
-from seed_rl.types import Agent, ArraySpec, EnvOutput, LossResult, ObservationSpec, ReplayFeed, UpdateSchedule
+from seed_rl.types import (
+    Agent,
+    ArraySpec,
+    EnvOutput,
+    LossResult,
+    ObservationSpec,
+    ReplayFeed,
+    UpdateSchedule,
+    one_hot_depth,
+)
 
 
 class AgentOutput(NamedTuple):
@@ -53,7 +62,7 @@ def build_network(config: R2D2Config, observation_spec: ObservationSpec, action_
         raise ValueError(f"R2D2's torso=multi_input takes a dict observation; this environment's is one array "
                          f"{observation_spec}: name another torso, or none (the observation spec chooses)")
     if config.torso == "mlp":
-        torso = MLPTorso(config.mlp_sizes)
+        torso = MLPTorso(config.mlp_sizes, one_hot_depth=one_hot_depth(observation_spec))
     elif config.torso == "impala_shallow":
         torso = ImpalaShallowTorso(256)
     elif config.torso == "small_conv":
