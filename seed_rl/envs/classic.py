@@ -9,13 +9,15 @@ raw reward.
 The generic wrappers are shared by every family:
 
 * `CastObservation` makes observations numpy arrays of one fixed dtype, the one the spec announces (float Boxes
-  become float32; Discrete observations become int32 scalars; a Tuple becomes a Dict).
+  become float32; Discrete observations become int32 scalars counted from 0; a Tuple becomes a Dict).
 * `ActionRepeat` repeats an action ``k`` times and sums the rewards (the ``num_action_repeats`` of non-Atari
   families; Atari does its frame skip in `seed_rl.envs.atari.AtariPreprocessing`).
 * `SeedOnFirstReset` stores the env's seed so that the first ``reset()`` without a seed uses it.
 * `UnitBoxActions` rescales a bounded float Box action space to float32 [-1, 1] in every dimension (gymnasium's
   ``RescaleAction``; the original's ``UniformBoundActionSpaceWrapper``): the classic and mujoco families apply
-  it, so that Pendulum-v1's [-2, 2] torque is the [-1, 1] action the continuous policies produce.
+  it, so that Pendulum-v1's [-2, 2] torque is the [-1, 1] action the continuous policies produce. A Discrete (or
+  MultiDiscrete) action space that starts elsewhere than 0 (``Discrete(3, start=-1)``) becomes ``0..n-1``, the
+  start added back on the way to the env.
 
 Time limits registered with the gymnasium id (CartPole-v1: 500 steps) stay gymnasium's ``TimeLimit``, so they are
 reported as ``truncated`` (sent as ``abandoned``), never as ``terminated``.
@@ -135,6 +137,7 @@ class CastObservation(gymnasium.ObservationWrapper):
         if isinstance(space, spaces.Tuple):
             self._tuple_keys = tuple_keys(len(space.spaces))
             space = spaces.Dict(dict(zip(self._tuple_keys, space.spaces)))
+        self._starts = _starts_of(space)
         self.observation_space = _cast_space(space)
         self._dtypes = _dtypes_of(self.observation_space)
 
@@ -142,8 +145,23 @@ class CastObservation(gymnasium.ObservationWrapper):
         if self._tuple_keys is not None:
             observation = dict(zip(self._tuple_keys, observation))
         if isinstance(self._dtypes, dict):
-            return {k: np.asarray(observation[k], dtype=d) for k, d in self._dtypes.items()}
-        return np.asarray(observation, dtype=self._dtypes)
+            return {k: _from_start(np.asarray(observation[k], dtype=d), self._starts[k]) for k, d in self._dtypes.items()}
+        return _from_start(np.asarray(observation, dtype=self._dtypes), self._starts)
+
+
+def _starts_of(space: spaces.Space) -> Any:
+    """The first value of a Discrete or MultiDiscrete space (None when it is 0 or the space is neither); a Dict's
+    per key."""
+    if isinstance(space, spaces.Dict):
+        return {k: _starts_of(s) for k, s in space.spaces.items()}
+    if isinstance(space, (spaces.Discrete, spaces.MultiDiscrete)):
+        start = np.asarray(space.start)
+        return None if not np.any(start) else start.astype(np.int32)
+    return None
+
+
+def _from_start(values: np.ndarray, start: Any) -> np.ndarray:
+    return values if start is None else (values - start).astype(values.dtype)
 
 
 def _cast_space(space: spaces.Space) -> spaces.Space:
@@ -158,6 +176,15 @@ def _cast_space(space: spaces.Space) -> spaces.Space:
         )
     if isinstance(space, spaces.Dict):
         return spaces.Dict({k: _cast_space(s) for k, s in space.spaces.items()})
+    return _zero_based(space)
+
+
+def _zero_based(space: spaces.Space) -> spaces.Space:
+    """A Discrete or MultiDiscrete space counted from 0 (the same space when it already is)."""
+    if isinstance(space, spaces.Discrete) and int(space.start) != 0:
+        return spaces.Discrete(int(space.n))
+    if isinstance(space, spaces.MultiDiscrete) and np.any(space.start):
+        return spaces.MultiDiscrete(space.nvec)
     return space
 
 
@@ -183,13 +210,17 @@ class UnitBoxActions(gymnasium.ActionWrapper):
     float32 [-1, 1] space is set either way, so the spec the learner sees is exactly that). A float Box with an
     infinite bound cannot be rescaled: the env keeps its own space, and the continuous agents refuse it with a
     message that says so. Actions outside [-1, 1] never reach this wrapper: the learner refuses to send actions
-    outside the action spec (``seed_rl.learner.inference.ActionCheck``).
+    outside the action spec (``seed_rl.learner.inference.ActionCheck``). A Discrete or MultiDiscrete action space
+    that starts elsewhere than 0 is presented counted from 0, and the start is added to each action.
     """
 
     def __init__(self, env: gymnasium.Env):
         super().__init__(env)
         space = env.action_space
         self._inner: gymnasium.Env | None = None
+        self._start = _starts_of(space)
+        if self._start is not None:
+            self.action_space = _zero_based(space)
         if (isinstance(space, spaces.Box) and np.issubdtype(space.dtype, np.floating)
                 and np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))):
             if not (np.all(space.low == -1.0) and np.all(space.high == 1.0)):
@@ -200,6 +231,9 @@ class UnitBoxActions(gymnasium.ActionWrapper):
     def action(self, action):
         if self._inner is not None:
             return self._inner.action(np.asarray(action, np.float32))
+        if self._start is not None:
+            shifted = np.asarray(action) + self._start
+            return shifted.item() if shifted.ndim == 0 else shifted
         return action
 
 

@@ -14,7 +14,7 @@ from gymnasium import spaces
 
 from seed_rl.config import EnvConfig
 from seed_rl.envs import action_spec, create_environment, env_specs, observation_spec
-from seed_rl.envs.classic import ActionRepeat, CastObservation, create_classic_environment
+from seed_rl.envs.classic import ActionRepeat, CastObservation, UnitBoxActions, create_classic_environment
 from seed_rl.envs.specs import observation_space_spec, space_to_spec, tuple_keys
 from seed_rl.types import ArraySpec
 
@@ -97,6 +97,34 @@ def test_a_tuple_observation_env_steps_as_a_dict_of_its_spec():
         for key, leaf_spec in spec.items():
             leaf_spec.check(obs[key], key, batched=False)
     env.close()
+
+
+class _OffsetEnv(gymnasium.Env):
+    """Discrete spaces that do not start at 0: actions -1, 0, 1 (reward = the action), cells 5..8."""
+
+    observation_space = spaces.Dict({"cell": spaces.Discrete(4, start=5), "pair": spaces.MultiDiscrete([2, 3], start=[1, 1])})
+    action_space = spaces.Discrete(3, start=-1)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return {"cell": 5, "pair": np.array([1, 3])}, {}
+
+    def step(self, action):
+        assert action in (-1, 0, 1), action
+        return {"cell": 8, "pair": np.array([2, 1])}, float(action), False, False, {}
+
+
+def test_discrete_spaces_that_start_elsewhere_are_counted_from_zero_and_actions_shifted_back():
+    env = CastObservation(UnitBoxActions(_OffsetEnv()))
+    assert action_spec(env) == ArraySpec((), "int32", num_values=3)
+    assert observation_spec(env) == {"cell": ArraySpec((), "int32", num_values=4),
+                                     "pair": ArraySpec((2,), "int32", num_values=3)}
+    obs, _ = env.reset()
+    assert int(obs["cell"]) == 0 and obs["pair"].tolist() == [0, 2]
+    rewards = [env.step(np.int32(a))[1] for a in (0, 1, 2)]
+    assert rewards == [-1.0, 0.0, 1.0]  # index 0 is the env's -1
+    obs = env.step(np.int32(2))[0]
+    assert int(obs["cell"]) == 3 and obs["pair"].tolist() == [1, 0] and obs["cell"].dtype == np.int32
 
 
 class _Float64DictEnv(gymnasium.Env):
