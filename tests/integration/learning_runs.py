@@ -45,6 +45,12 @@ OTHER_RUNS: Dict[str, Tuple[List[str], float]] = {
                         "--unroll_length=9", "--batch_size=8", "--total_environment_frames=60000",
                         "--target_return=0.8", "--summary_period_secs=5", "--seed=1", "--final_eval_episodes=0"],
                        60_000),
+    # A discrete observation (FrozenLake's cell, Discrete(16)) gets the MLP with a one-hot, and PPO learns the lake
+    # (test_train_discrete_defaults.py).
+    "discrete_defaults": (["--env=classic", "--env_name=FrozenLake-v1", "--agent=ppo",
+                           "--total_environment_frames=200000", "--target_return=0.5", "--summary_period_secs=5",
+                           "--seed=1", "--final_eval_episodes=0"],
+                          100_000),
     # A dict observation (an image and a vector) gets multi_input, and V-trace learns Catch through it; the control
     # flips the policy gradient (test_train_dict_defaults.py).
     "dict_defaults": (["--env=test", "--env_name=catch:size=10,dict_obs=1", "--num_actors=1", "--env_batch_size=8",
