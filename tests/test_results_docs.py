@@ -144,6 +144,7 @@ DOC_SETTINGS: Dict[str, Dict[str, str]] = {
             "42 1,764 36 40 128 3.3M",
         "hyperparameters in the defaults' table (clip norm 0.5)": "0.5",
         "the Catch test's threshold, its budget and the bound of a blind policy": "0.8 -0.6 60K",
+        "the FrozenLake test's budget (tests/integration/test_train_discrete_defaults.py)": "200K",
         "the multi_input network's mixing layer (256 units)": "256",
         "V-trace's small-image settings against classic_vtrace's (batch 32)": "32",
         "the one-hot's cap on discrete observations (seed_rl.types.MAX_ONE_HOT_FEATURES)": "65,536"},
