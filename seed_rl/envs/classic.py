@@ -64,8 +64,10 @@ def create_classic_environment(name: str, num_action_repeats: int = 1) -> gymnas
     module, env_id = _import_registering_module(name)
     try:
         env = gymnasium.make(env_id)
-    except gymnasium.error.DependencyNotInstalled:
-        raise  # A known id whose extra (e.g. mujoco) is missing: gymnasium's message says what to install.
+    except gymnasium.error.DependencyNotInstalled as e:
+        # A known id whose extra (Box2D, mujoco) is missing: gymnasium's message says what to install; a ValueError
+        # so that the command line says it in one line.
+        raise ValueError(f"gymnasium id {name!r} needs a package that is not installed: {e}") from e
     except gymnasium.error.Error as e:
         prefix = f"{module}:" if module else ""
         close = difflib.get_close_matches(env_id, list(gymnasium.registry), n=5, cutoff=0.5)

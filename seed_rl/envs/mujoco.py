@@ -42,8 +42,8 @@ def create_mujoco_environment(name: str, num_action_repeats: int = 1) -> gymnasi
     """The MuJoCo task ``name`` (e.g. ``HalfCheetah-v5``; a bare ``HalfCheetah`` means its v5 id).
 
     Raises:
-      ValueError: an unknown task, an old version (v2-v4) of a known one, or ``num_action_repeats != 1``.
-      gymnasium.error.DependencyNotInstalled: the mujoco package is missing (``pip install -e .[mujoco]``).
+      ValueError: an unknown task, an old version (v2-v4) of a known one, ``num_action_repeats != 1``, or the
+        mujoco package is missing (``pip install -e .[mujoco]``).
     """
     if num_action_repeats != 1:
         raise ValueError(f"the mujoco family needs num_action_repeats=1 (the original's rule: the simulator's "
@@ -57,7 +57,10 @@ def create_mujoco_environment(name: str, num_action_repeats: int = 1) -> gymnasi
     if version is not None and f"v{version}" != _VERSION:
         raise ValueError(f"{name!r}: the mujoco family runs gymnasium's {_VERSION} tasks (the original's v2 ids "
                          f"need gym's mujoco-py, which no longer installs); use {task}-{_VERSION}")
-    env = gymnasium.make(f"{task}-{_VERSION}")
+    try:
+        env = gymnasium.make(f"{task}-{_VERSION}")
+    except gymnasium.error.DependencyNotInstalled as e:
+        raise ValueError(f"the mujoco family needs the mujoco package (pip install -e '.[mujoco]'): {e}") from e
     return CastObservation(UnitBoxActions(env))
 
 

@@ -233,6 +233,22 @@ def test_unknown_gymnasium_id():
         create_environment(EnvConfig(name="CartPol-v1"), env_id=0)
 
 
+def _needs_a_missing_package(**kwargs):
+    raise gymnasium.error.DependencyNotInstalled('Box2D is not installed, run `pip install "gymnasium[box2d]"`')
+
+
+def test_an_id_whose_package_is_missing_is_a_value_error_that_says_what_to_install():
+    """LunarLander-v3 without Box2D: gymnasium's DependencyNotInstalled became a traceback at the command line; as a
+    ValueError it is the CLI's one line (exit code 2), with gymnasium's advice."""
+    gymnasium.register("SeedRlTestNeedsBox2D-v0", entry_point=_needs_a_missing_package)
+    try:
+        with pytest.raises(ValueError, match=r"'SeedRlTestNeedsBox2D-v0' needs a package that is not installed: "
+                                             r"Box2D is not installed, run `pip install \"gymnasium\[box2d\]\"`"):
+            create_environment(EnvConfig(name="SeedRlTestNeedsBox2D-v0"), env_id=0)
+    finally:
+        gymnasium.registry.pop("SeedRlTestNeedsBox2D-v0", None)
+
+
 def test_unknown_family():
     family = "bogus"
     with pytest.raises(ValueError, match=f"unknown env family '{family}'; known families: classic, atari, mujoco, "
