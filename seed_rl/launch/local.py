@@ -239,6 +239,7 @@ def final_evaluation(logdir: str, num_episodes: int, episode_log) -> dict:
     """Plays ``num_episodes`` greedy episodes with the run's best and latest checkpoints, prints them beside the
     training windows they are compared with, and writes ``<logdir>/final_eval.json``."""
     import json
+    import math
     import statistics
 
     from seed_rl.evaluate import evaluate
@@ -267,9 +268,12 @@ def final_evaluation(logdir: str, num_episodes: int, episode_log) -> dict:
                   f"{FINAL_EVAL_MAX_SECONDS:.0f} s", flush=True)
             continue
         mean = statistics.fmean(returns)
+        if window is not None and not math.isfinite(window):  # no training episode ended: no window to compare
+            window = None
         out[name] = {"greedy_mean_return": mean, "returns": returns, "training_window_mean_return": window}
+        beside = f"training window, {where}: {window:.1f}" if window is not None else "no training episode ended"
         print(f"seed_rl: greedy evaluation, {name} checkpoint: mean return {mean:.1f} over {len(returns)} "
-              f"episode{'s' if len(returns) != 1 else ''} (training window, {where}: {window:.1f})", flush=True)
+              f"episode{'s' if len(returns) != 1 else ''} ({beside})", flush=True)
     path = os.path.join(logdir, FINAL_EVAL_FILE)
     with open(path + ".tmp", "w") as f:
         json.dump(out, f, indent=1)
