@@ -73,6 +73,10 @@ def create_classic_environment(name: str, num_action_repeats: int = 1) -> gymnas
         close = difflib.get_close_matches(env_id, list(gymnasium.registry), n=5, cutoff=0.5)
         hint = f"; close matches: {', '.join(prefix + c for c in close)}" if close else ""
         registers = f" (did importing {module!r} register it?)" if module else ""
+        if env_id.startswith("ALE/") and not module:
+            game = env_id[4:].split("-")[0]
+            registers = (f"; for Atari, --env=atari --env_name={game} trains with the original's preprocessing "
+                         f"(frame skip, grey 84 x 84, no-ops), and ale_py:{env_id} is the raw env")
         raise ValueError(
             f"unknown gymnasium id {name!r} for env family 'classic' ({e}){hint}{registers}. Any id in "
             "gymnasium.registry works (e.g. CartPole-v1, Acrobot-v1, Pendulum-v1), and so does module:EnvId for an "

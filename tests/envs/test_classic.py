@@ -249,6 +249,12 @@ def test_an_id_whose_package_is_missing_is_a_value_error_that_says_what_to_insta
         gymnasium.registry.pop("SeedRlTestNeedsBox2D-v0", None)
 
 
+def test_an_ale_id_points_to_the_atari_family():
+    with pytest.raises(ValueError, match=r"for Atari, --env=atari --env_name=NoSuchGame trains with the original's "
+                                         r"preprocessing .* and ale_py:ALE/NoSuchGame-v5 is the raw env"):
+        create_environment(EnvConfig(name="ALE/NoSuchGame-v5"), env_id=0)
+
+
 def test_unknown_family():
     family = "bogus"
     with pytest.raises(ValueError, match=f"unknown env family '{family}'; known families: classic, atari, mujoco, "
