@@ -41,6 +41,8 @@ __all__ = [
     "VECTOR",
     "observation_kind",
     "spec_of",
+    "MAX_ONE_HOT_FEATURES",
+    "one_hot_depth",
 ]
 
 Nest = Any

@@ -68,17 +68,18 @@ _KIND_WORDS = {
 }
 
 
-def describe_observation(spec: ObservationSpec) -> str:
+def describe_observation(spec: ObservationSpec, one_hot: bool = True) -> str:
     """``[10, 10, 4] uint8: a small image (at most 42 x 42 pixels)``: the spec and what the rules take it for; for a
-    dict, each key (in sorted order, the order it is encoded in) with its own kind."""
+    dict, each key (in sorted order, the order it is encoded in) with its own kind. ``one_hot``: the network
+    one-hot encodes discrete observations (`NetworkRule.one_hot`), and the words say so."""
     kind = observation_kind(spec)
     if isinstance(spec, collections.abc.Mapping):
         shapes = ", ".join(f"{key}: {list(spec[key].shape)} {spec[key].dtype} ({observation_kind(spec[key])}"
-                           f"{_one_hot_words(spec[key])})" for key in sorted(spec))
+                           f"{_one_hot_words(spec[key]) if one_hot else ''})" for key in sorted(spec))
         return f"{{{shapes}}}: {_KIND_WORDS[kind]}"
     if kind == VECTOR:
         words = "a vector" if len(spec.shape) == 1 else "not an [H, W, C] image: flattened, as a vector"
-        words += _one_hot_words(spec)
+        words += _one_hot_words(spec) if one_hot else ""
     else:
         words = _KIND_WORDS[kind]
     return f"{list(spec.shape)} {spec.dtype}: {words}"
@@ -107,6 +108,9 @@ class NetworkRule:
     small image's batch and learning rate), each unless the run named it (a flag, a ``--config``
     key). ``also`` is what the network needs; these are what learns well with it, measured (the module's
     docstring)."""
+    one_hot: Tuple[str, ...] = ("mlp", "multi_input")
+    """The agent's networks that one-hot encode a discrete observation (`seed_rl.networks.torsos.mlp_torso`); SAC's
+    MLPs take it as numbers."""
 
     def setting_flags(self) -> Tuple[str, ...]:
         """Every flag a kind's settings or ``also`` may set, for a resumed run to take back from its config.json."""
@@ -143,7 +147,7 @@ RULES: Tuple[Tuple[type, NetworkRule], ...] = (
         choose={VECTOR: "mlp", SMALL_IMAGE: "small_conv", IMAGE: "nature", DICT: "multi_input"},
         also={VECTOR: {"stack_size": 1}, DICT: {"stack_size": 1}})),
     # SAC's networks are MLPs (the original's ActorCriticMLP and ActorCriticLSTM): it takes vectors only.
-    (SACConfig, NetworkRule("network", takes={VECTOR: ("mlp", "lstm")}, choose={VECTOR: "mlp"})),
+    (SACConfig, NetworkRule("network", takes={VECTOR: ("mlp", "lstm")}, choose={VECTOR: "mlp"}, one_hot=())),
 )
 """Agent config class -> its rule; the first class the config is an instance of applies (AWR's and V-MPO's configs
 are the on-policy family's). An agent registered elsewhere has no rule and keeps its preset's network."""
@@ -194,17 +198,18 @@ def fit_network(config: Config, observation_spec: Optional[ObservationSpec],
         return NetworkChoice(config, field, current, f"named by {named_by}")
     if observation_spec is None:
         raise ValueError("fit_network needs the observation spec when the network is not named")
-    seen = f"observation {describe_observation(observation_spec)}"
     if rule is None:
+        seen = f"observation {describe_observation(observation_spec, one_hot=False)}"
         return NetworkChoice(config, field, current, f"{seen}; no rule for the {config.agent_name} agent: the "
                                                      "preset's")
     kind = observation_kind(observation_spec)
+    network = current if current in rule.takes.get(kind, ()) or kind not in rule.choose else rule.choose[kind]
+    seen = f"observation {describe_observation(observation_spec, one_hot=network in rule.one_hot)}"
     if current in rule.takes.get(kind, ()):
         return NetworkChoice(config, field, current, f"{seen}; the preset's, made for it; --{field} overrides")
     if kind not in rule.choose:
         return NetworkChoice(config, field, current,
                              f"{seen}, which no network of the {config.agent_name} agent takes; the preset's")
-    network = rule.choose[kind]
     settings = {section: {flag: value for flag, value in fields.items() if flag not in named}
                 for section, fields in rule.settings.get(kind, {}).items()}
     agent = replace_flat(config.agent, **{field: network, **rule.also.get(kind, {}), **settings.get("agent", {})})

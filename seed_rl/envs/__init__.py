@@ -34,7 +34,7 @@ from seed_rl.config import EnvConfig
 from seed_rl.envs import atari, classic, dmlab, football, mujoco, testing
 from seed_rl.envs.atari import ATARI_57, AtariOptions
 from seed_rl.envs.batch import EnvBatch, EnvStep, SerialEnvBatch
-from seed_rl.envs.classic import SeedOnFirstReset
+from seed_rl.envs.classic import CastObservation, SeedOnFirstReset
 from seed_rl.envs.registry import (
     EnvFamily,
     family_names,
@@ -90,6 +90,10 @@ def create_environment(config: EnvConfig, env_id: int) -> gymnasium.Env:
         raise ValueError(f"env_id must be >= 0, got {env_id}")
     family = get_family(config.family)
     env = family.factory(resolve_env_config(config), int(env_id))
+    if isinstance(env.observation_space, gymnasium.spaces.Tuple):
+        # The spec of a Tuple is the dict of its elements (seed_rl.envs.specs): a family that does not cast its
+        # observations (the classic one does) gets them as that dict here.
+        env = CastObservation(env)
     return SeedOnFirstReset(env, seed=int(config.seed) + int(env_id))
 
 

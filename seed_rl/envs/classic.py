@@ -167,7 +167,7 @@ def _starts_of(space: spaces.Space) -> Any:
 
 
 def _from_start(values: np.ndarray, start: Any) -> np.ndarray:
-    return values if start is None else (values - start).astype(values.dtype)
+    return values if start is None else np.asarray(values - start, dtype=values.dtype)
 
 
 def _cast_space(space: spaces.Space) -> spaces.Space:

@@ -17,7 +17,7 @@ space                           spec
 ``MultiBinary``                 ``shape``, ``dtype 'int8'``, ``num_values 2``
 ``Dict`` of the above           a flat ``dict`` of specs (observations only; nested dicts are refused)
 ``Tuple`` of the above          the ``dict`` of its elements under the keys ``tuple_keys(n)`` (``'0'``, ``'1'``,
-                                ...; zero-padded from ten elements on, so that sorted keys keep the tuple's
+                                ...; zero-padded from eleven elements on, so that sorted keys keep the tuple's
                                 order). Observations only; the classic family's envs produce such dicts
                                 (`seed_rl.envs.classic.CastObservation`)
 ==============================  =============================================================================

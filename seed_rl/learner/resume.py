@@ -199,7 +199,9 @@ def resume_changes(logdir: str, new_json: str) -> List[ConfigChange]:
 
 def checkpoint_mismatch(logdir: str, changes: List[ConfigChange], error: BaseException) -> ResumeError:
     """The error for a checkpoint that the requested config cannot restore."""
-    fields = "; ".join(map(str, changes)) if changes else "no field of config.json changed"
+    fields = "; ".join(map(str, changes)) if changes else (
+        "no field of config.json changed, so the code that builds the network did: e.g. a run on a discrete "
+        "observation from before seed_rl one-hot encoded it (2026-12-05)")
     first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     return ResumeError(
         f"cannot resume {logdir}: its checkpoint does not fit the requested config ({fields}): {first[:300]}. "

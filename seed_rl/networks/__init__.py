@@ -7,7 +7,15 @@ from seed_rl.networks.dueling import DQNOutput, DuelingLSTMDQNNet
 from seed_rl.networks.init import orthogonal_init
 from seed_rl.networks.multi_input import MultiInputTorso
 from seed_rl.networks.recurrent import ResettingLSTM
-from seed_rl.networks.torsos import ImpalaDeepTorso, ImpalaShallowTorso, MLPTorso, NatureTorso, SmallConvTorso
+from seed_rl.networks.torsos import (
+    ImpalaDeepTorso,
+    ImpalaShallowTorso,
+    MLPTorso,
+    NatureTorso,
+    OneHotMLPTorso,
+    SmallConvTorso,
+    mlp_torso,
+)
 
 
 def checkpoint_variables(model) -> list:
@@ -30,8 +38,10 @@ __all__ = [
     "ImpalaDeepTorso",
     "ImpalaShallowTorso",
     "MLPTorso",
+    "mlp_torso",
     "MultiInputTorso",
     "NatureTorso",
+    "OneHotMLPTorso",
     "orthogonal_init",
     "ResettingLSTM",
     "SmallConvTorso",

@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from seed_rl.networks.multi_input import MultiInputTorso
 from seed_rl.networks.recurrent import ResettingLSTM
-from seed_rl.networks.torsos import ImpalaDeepTorso, ImpalaShallowTorso, MLPTorso, SmallConvTorso
+from seed_rl.networks.torsos import ImpalaDeepTorso, ImpalaShallowTorso, SmallConvTorso, mlp_torso
 from seed_rl.types import EnvOutput, ObservationSpec, one_hot_depth
 
 
@@ -136,9 +136,9 @@ def build_actor_critic(network: str, num_actions: int, policy_size: int | None =
         torso = SmallConvTorso()
     elif network == "mlp":
         depth = one_hot_depth(observation_spec)
-        torso = MLPTorso(mlp_sizes, one_hot_depth=depth)
+        torso = mlp_torso(mlp_sizes, one_hot_depth=depth)
         if separate_value_network:
-            value_torso = MLPTorso(mlp_sizes, one_hot_depth=depth)
+            value_torso = mlp_torso(mlp_sizes, one_hot_depth=depth)
     elif network == "multi_input":
         if not isinstance(observation_spec, Mapping):
             raise ValueError("network=multi_input is built for the keys of a dict observation: pass its spec")

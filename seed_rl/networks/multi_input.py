@@ -38,7 +38,7 @@ from typing import Mapping, Sequence
 import keras
 import tensorflow as tf
 
-from seed_rl.networks.torsos import ImpalaShallowTorso, MLPTorso, SmallConvTorso
+from seed_rl.networks.torsos import ImpalaShallowTorso, SmallConvTorso, mlp_torso
 from seed_rl.types import IMAGE, SMALL_IMAGE, ArraySpec, observation_kind, one_hot_depth
 
 __all__ = ["MultiInputTorso", "encoder_kinds"]
@@ -82,7 +82,7 @@ class MultiInputTorso(keras.layers.Layer):
             elif kind == IMAGE:
                 self.encoders.append(ImpalaShallowTorso(name=name))
             else:
-                self.encoders.append(MLPTorso(mlp_sizes, one_hot_depth=one_hot_depth(observation_spec[key]),
+                self.encoders.append(mlp_torso(mlp_sizes, one_hot_depth=one_hot_depth(observation_spec[key]),
                                               name=name))
         self.fc = keras.layers.Dense(int(output_size), activation="relu", name="mixing")
 

@@ -130,34 +130,54 @@ class SmallConvTorso(ConvTorso):
 
 
 class MLPTorso(keras.layers.Layer):
-    """Flatten, then dense ReLU layers of ``sizes``. With ``one_hot_depth`` > 0 (`one_hot_depth` of the
-    observation's spec) each element is one-hot encoded before the flatten; a value outside ``0..depth - 1``, which
-    its spec does not allow, encodes as zeros."""
+    """Flatten (uint8 scaled, uint16 planes unpacked, anything else cast to float), then dense ReLU layers of
+    ``sizes``. `mlp_torso` gives `OneHotMLPTorso` for a discrete observation."""
 
-    def __init__(self, sizes: Sequence[int] = (64, 64), one_hot_depth: int = 0, **kwargs):
+    one_hot_depth = 0
+
+    def __init__(self, sizes: Sequence[int] = (64, 64), **kwargs):
         super().__init__(**kwargs)
         self.sizes = tuple(sizes)
-        self.one_hot_depth = int(one_hot_depth)
         self.layers_ = [keras.layers.Dense(n, activation="relu") for n in self.sizes]
         self.flatten = keras.layers.Flatten()
 
+    def call(self, observation):
+        return self._dense(self.flatten(_to_float(observation)))
+
+    def _dense(self, x):
+        for layer in self.layers_:
+            x = layer(x)
+        return x
+
+
+class OneHotMLPTorso(MLPTorso):
+    """`MLPTorso` on a discrete observation: each element one-hot encoded over ``depth`` values (`one_hot_depth` of
+    the observation's spec), then flattened; a value outside ``0..depth - 1``, which its spec does not allow,
+    encodes as zeros."""
+
+    def __init__(self, depth: int, sizes: Sequence[int] = (64, 64), **kwargs):
+        super().__init__(sizes, **kwargs)
+        self.one_hot_depth = int(depth)
+
     def build(self, input_shape):
         # Built from the shape, not by tracing call() on symbolic inputs (tf.one_hot takes no Keras tensor): the
-        # dense layers see elements x depth features (x 1 without a one-hot).
+        # first dense layer sees elements x depth features.
         dims = tuple(input_shape)[1:]
         if all(d is not None for d in dims):
-            size = math.prod(int(d) for d in dims) * max(self.one_hot_depth, 1)
+            size = math.prod(int(d) for d in dims) * self.one_hot_depth
             for layer in self.layers_:
                 layer.build((None, size))
                 size = layer.units
         self.built = True
 
     def call(self, observation):
-        if self.one_hot_depth:
-            x = tf.one_hot(tf.cast(observation, tf.int32), self.one_hot_depth, dtype=tf.float32)
-            x = tf.reshape(x, [tf.shape(x)[0], -1])  # [N] (a Discrete) or [N, ...] -> [N, elements * depth]
-        else:
-            x = self.flatten(_to_float(observation))
-        for layer in self.layers_:
-            x = layer(x)
-        return x
+        x = tf.one_hot(tf.cast(observation, tf.int32), self.one_hot_depth, dtype=tf.float32)
+        return self._dense(tf.reshape(x, [tf.shape(x)[0], -1]))  # [N] or [N, ...] -> [N, elements * depth]
+
+
+def mlp_torso(sizes: Sequence[int] = (64, 64), one_hot_depth: int = 0, **kwargs) -> MLPTorso:
+    """The MLP torso of an observation whose spec gives ``one_hot_depth`` (`seed_rl.types.one_hot_depth`): a
+    `OneHotMLPTorso` for a discrete one (depth > 0), else an `MLPTorso`."""
+    if one_hot_depth:
+        return OneHotMLPTorso(one_hot_depth, sizes, **kwargs)
+    return MLPTorso(sizes, **kwargs)

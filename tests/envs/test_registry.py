@@ -106,6 +106,37 @@ def test_a_users_family_is_created_through_the_registry(scratch_registry):
         assert [env.step(0)[2] for _ in range(5)] == [False] * 4 + [True]
 
 
+class _TupleObservations(gymnasium.Env):
+    """A user's env whose observation is a Tuple (a position and a flag), in a family that does not cast."""
+
+    observation_space = gymnasium.spaces.Tuple([gymnasium.spaces.Box(-1.0, 1.0, (2,), np.float32),
+                                                gymnasium.spaces.Discrete(2)])
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return (np.zeros(2, np.float32), 1), {}
+
+    def step(self, action):
+        return (np.ones(2, np.float32), 0), 1.0, True, False, {}
+
+
+def test_a_users_family_with_tuple_observations_gets_the_dict_its_spec_announces(scratch_registry):
+    """The spec of a Tuple is the dict of its elements; every family's envs produce that dict, not only the classic
+    family's (which casts its observations): otherwise the actor would send tuples the learner's spec refuses."""
+    register_family(EnvFamily(name="tupled", factory=lambda config, env_id: _TupleObservations(),
+                              description="tuple observations"))
+    config = EnvConfig(family="tupled", name="any")
+    spec, _ = env_specs(config)
+    assert spec == {"0": ArraySpec((2,), "float32", minimum=-1.0, maximum=1.0),
+                    "1": ArraySpec((), "int32", num_values=2)}
+    env = create_environment(config, env_id=0)
+    for obs in (env.reset()[0], env.step(0)[0]):
+        assert sorted(obs) == ["0", "1"]
+        for key, leaf_spec in spec.items():
+            leaf_spec.check(obs[key], key, batched=False)
+
+
 def test_register_family_refuses_a_taken_name_unless_replacing(scratch_registry):
     with pytest.raises(ValueError, match="'classic' is already registered"):
         register_family(dataclasses.replace(get_family("classic")))

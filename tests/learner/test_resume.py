@@ -10,7 +10,7 @@ import pytest
 from seed_rl.config import replace, replace_flat
 from seed_rl.configs import get_preset
 from seed_rl.learner.learner import Learner
-from seed_rl.learner.resume import CHANGES_FILE, ConfigChange, ResumeError, config_changes
+from seed_rl.learner.resume import CHANGES_FILE, ConfigChange, ResumeError, checkpoint_mismatch, config_changes
 
 
 def _config(logdir: str, **agent):
@@ -100,3 +100,15 @@ def test_a_config_the_agent_refuses_creates_no_run_directory(tmp_path):
     with pytest.raises(ValueError, match="needs one discrete action"):
         Learner(config)
     assert not os.path.exists(logdir)
+
+
+def test_a_checkpoint_that_does_not_fit_an_unchanged_config_blames_the_code_not_the_user():
+    """A run on a discrete observation from before the one-hot: config.json is the same, the network is not. The
+    message said only "no field of config.json changed", which left the user nowhere."""
+    error = ValueError("Received incompatible tensor with shape (16, 64) when attempting to restore variable with "
+                       "shape (1, 64)")
+    message = str(checkpoint_mismatch("/runs/lake", [], error))
+    assert "no field of config.json changed, so the code that builds the network did" in message
+    assert "one-hot" in message and "(16, 64)" in message and "new --logdir" in message
+    changed = str(checkpoint_mismatch("/runs/lake", [ConfigChange("agent.mlp_sizes", [64, 64], [32])], error))
+    assert "agent.mlp_sizes" in changed and "code" not in changed

@@ -10,8 +10,9 @@ import tensorflow as tf
 
 from seed_rl.agents.r2d2.agent import build_network as build_r2d2
 from seed_rl.agents.r2d2.config import R2D2Config
-from seed_rl.configs.defaults import describe_observation
-from seed_rl.networks import MLPTorso, MultiInputTorso, build_actor_critic
+from seed_rl.configs import get_preset
+from seed_rl.configs.defaults import describe_observation, fit_network
+from seed_rl.networks import MLPTorso, MultiInputTorso, OneHotMLPTorso, build_actor_critic, mlp_torso
 from seed_rl.types import MAX_ONE_HOT_FEATURES, ArraySpec, one_hot_depth
 
 ACTIONS = ArraySpec((), "int32", num_values=4)
@@ -37,13 +38,15 @@ def test_the_torso_sees_a_one_hot_so_each_state_has_its_own_weights():
     control: without the one-hot the first layer sees the index as a number, relu(i * w + b), so state 2's
     pre-activation is exactly the mean of states 1's and 3's."""
     states = tf.constant([0, 1, 2, 3], tf.int32)
-    torso = MLPTorso((8,), one_hot_depth=4)
+    torso = mlp_torso((8,), one_hot_depth=4)
+    assert isinstance(torso, OneHotMLPTorso)
     features = torso(states).numpy()
     kernel, bias = (v.numpy() for v in torso.layers_[0].weights)
     assert kernel.shape == (4, 8)
     np.testing.assert_allclose(features, np.maximum(kernel + bias, 0.0), rtol=1e-6)
 
-    plain = MLPTorso((8,))
+    plain = mlp_torso((8,))
+    assert type(plain) is MLPTorso and plain.one_hot_depth == 0
     plain(states)
     kernel, bias = (v.numpy() for v in plain.layers_[0].weights)
     assert kernel.shape == (1, 8)
@@ -52,9 +55,17 @@ def test_the_torso_sees_a_one_hot_so_each_state_has_its_own_weights():
 
 
 def test_multidiscrete_elements_are_encoded_each_and_concatenated():
-    torso = MLPTorso((6,), one_hot_depth=3)
+    torso = mlp_torso((6,), one_hot_depth=3)
     torso(tf.constant([[0, 2], [1, 1]], tf.int32))
     assert torso.layers_[0].weights[0].shape == (2 * 3, 6)
+
+
+def test_the_plain_mlp_still_unpacks_uint16_planes():
+    """A uint16 word holds 16 packed planes (Football's SMM): the plain MLP sees 16 features per word, as before the
+    one-hot (a torso built from the input shape alone saw one per word and refused the unpacked input)."""
+    torso = mlp_torso((8,))
+    assert torso(tf.zeros([3, 6], tf.uint16)).shape == (3, 8)
+    assert torso.layers_[0].weights[0].shape == (6 * 16, 8)
 
 
 def test_actor_critic_r2d2_and_dict_networks_take_a_discrete_observation():
@@ -81,3 +92,12 @@ def test_the_start_line_says_the_observation_is_one_hot_encoded():
     assert "one-hot" not in describe_observation(ArraySpec((4,), "float32"))
     words = describe_observation({"0": ArraySpec((), "int32", num_values=32), "1": ArraySpec((2,), "float32")})
     assert "0: [] int32 (vector, discrete: one-hot over its 32 values)" in words and "1: [2] float32 (vector)" in words
+    assert "one-hot" not in describe_observation(ArraySpec((), "int32", num_values=16), one_hot=False)
+
+
+@pytest.mark.parametrize("agent, one_hot", [("ppo", True), ("vtrace", True), ("r2d2", True), ("sac", False)])
+def test_the_start_line_promises_a_one_hot_only_where_the_network_makes_one(agent, one_hot):
+    """SAC's MLPs take a MultiDiscrete observation as numbers: its line must not say one-hot."""
+    config = get_preset(f"classic_{agent}")
+    choice = fit_network(config, ArraySpec((3,), "int32", num_values=5))
+    assert ("one-hot over its 5 values" in choice.reason) == one_hot, choice.reason

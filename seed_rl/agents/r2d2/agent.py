@@ -17,7 +17,7 @@ import tensorflow as tf
 from seed_rl.agents.optimizer import make_optimizer
 from seed_rl.agents.r2d2.config import R2D2Config
 from seed_rl.agents.r2d2.loss import compute_loss, sequence_td_errors
-from seed_rl.networks import ImpalaShallowTorso, MLPTorso, MultiInputTorso, SmallConvTorso, checkpoint_variables
+from seed_rl.networks import ImpalaShallowTorso, MultiInputTorso, SmallConvTorso, checkpoint_variables, mlp_torso
 from seed_rl.networks.dueling import DuelingLSTMDQNNet
 from seed_rl.ops.priorities import sequence_priorities
 from seed_rl.ops.specs import zeros_env_output
@@ -62,7 +62,7 @@ def build_network(config: R2D2Config, observation_spec: ObservationSpec, action_
         raise ValueError(f"R2D2's torso=multi_input takes a dict observation; this environment's is one array "
                          f"{observation_spec}: name another torso, or none (the observation spec chooses)")
     if config.torso == "mlp":
-        torso = MLPTorso(config.mlp_sizes, one_hot_depth=one_hot_depth(observation_spec))
+        torso = mlp_torso(config.mlp_sizes, one_hot_depth=one_hot_depth(observation_spec))
     elif config.torso == "impala_shallow":
         torso = ImpalaShallowTorso(256)
     elif config.torso == "small_conv":
