@@ -35,7 +35,7 @@ import numpy as np
 from gymnasium import spaces
 
 from seed_rl.envs.registry import EnvFamily
-from seed_rl.envs.specs import tuple_keys
+from seed_rl.envs.specs import tuple_as_dict
 
 if TYPE_CHECKING:
     from seed_rl.config import EnvConfig
@@ -141,8 +141,8 @@ class CastObservation(gymnasium.ObservationWrapper):
         space = env.observation_space
         self._tuple_keys: list[str] | None = None
         if isinstance(space, spaces.Tuple):
-            self._tuple_keys = tuple_keys(len(space.spaces))
-            space = spaces.Dict(dict(zip(self._tuple_keys, space.spaces)))
+            space = tuple_as_dict(space)
+            self._tuple_keys = list(space.spaces)
         self._starts = _starts_of(space)
         self.observation_space = _cast_space(space)
         self._dtypes = _dtypes_of(self.observation_space)

@@ -18,8 +18,8 @@ space                           spec
 ``Dict`` of the above           a flat ``dict`` of specs (observations only; nested dicts are refused)
 ``Tuple`` of the above          the ``dict`` of its elements under the keys ``tuple_keys(n)`` (``'0'``, ``'1'``,
                                 ...; zero-padded from eleven elements on, so that sorted keys keep the tuple's
-                                order). Observations only; the classic family's envs produce such dicts
-                                (`seed_rl.envs.classic.CastObservation`)
+                                order). Observations only; every family's envs produce such dicts
+                                (`seed_rl.envs.classic.CastObservation`, applied by ``create_environment``)
 ==============================  =============================================================================
 
 The networks one-hot encode discrete observations (int32 with ``num_values``; `seed_rl.networks.torsos`).
@@ -36,7 +36,7 @@ from gymnasium import spaces
 from seed_rl.types import ArraySpec, ObservationSpec
 
 __all__ = ["action_space_spec", "action_spec", "observation_space_spec", "observation_spec", "space_to_spec",
-           "tuple_keys"]
+           "tuple_as_dict", "tuple_keys"]
 
 
 def observation_spec(env: gymnasium.Env) -> ObservationSpec:
@@ -51,11 +51,16 @@ def tuple_keys(size: int) -> list[str]:
     return [f"{i:0{width}d}" for i in range(size)]
 
 
+def tuple_as_dict(space: spaces.Tuple) -> spaces.Dict:
+    """A Tuple space as the Dict of its elements under `tuple_keys`: the one place the two are matched."""
+    return spaces.Dict(dict(zip(tuple_keys(len(space.spaces)), space.spaces)))
+
+
 def observation_space_spec(space: spaces.Space) -> ObservationSpec:
     """The spec of one observation of ``space``: an ArraySpec, or a flat dict of them (a Dict's, or a Tuple's under
     `tuple_keys`)."""
     if isinstance(space, spaces.Tuple):
-        space = spaces.Dict(dict(zip(tuple_keys(len(space.spaces)), space.spaces)))
+        space = tuple_as_dict(space)
     if isinstance(space, spaces.Dict):
         specs = {}
         for key, subspace in space.spaces.items():
