@@ -2,7 +2,7 @@
 
 The learner turns off gRPC's BDP probing on both sides (its PINGs cost a write and a wake-up per connection every
 100 ms to 10 s, and at 1,000 actors they were one for every few round trips, docs/transport.md) and announces a
-fixed receive window sized to its messages instead (``seed_rl.transport.server.receive_window_bytes``). This
+fixed receive window sized to its messages instead (``seed_rl.transport.grpc_serving.receive_window_bytes``). This
 checks that big messages still cross as fast as with gRPC's tuning when the actors are far away.
 
 A actors (``LearnerClient`` threads, closed loop, one message of K Atari frames, 84x84x4 uint8, per step) send
@@ -99,7 +99,8 @@ def _proxy_main(target_port: int, delay_s: float) -> None:
 def run_cell(variant: str, envs: int, *, actors: int, rtt_ms: float, seconds: float, warmup: float) -> dict:
     """A actors of ``envs`` envs through the proxy for ``warmup`` + ``seconds``; messages/s over the window."""
     from seed_rl.transport.client import LearnerClient
-    from seed_rl.transport.server import InferenceServer, receive_window_bytes
+    from seed_rl.transport.grpc_serving import receive_window_bytes
+    from seed_rl.transport.server import InferenceServer
 
     server_options, channel_options = VARIANTS[variant]
     server = InferenceServer(

@@ -1,6 +1,6 @@
 """Typed, frozen configuration shared by the learner and the actors, with a JSON round trip.
 
-The dataclasses here are the single source of truth: `seed_rl/cli.py` generates its flags from the field
+The dataclasses here are the single source of truth: `seed_rl/configs/resolve.py` generates the flags from the field
 docstrings (``metadata['help']``), the learner writes the resolved config to ``<logdir>/config.json``, and the
 actors receive their part of it (``ActorConfig``) as JSON in the handshake (never as a pickle). Agent
 hyperparameters live in ``seed_rl/agents/<algo>/config.py`` and are carried in ``Config.agent``.

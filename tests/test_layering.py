@@ -36,7 +36,6 @@ ALLOWED = {
 for _layer_name, _allowed in ALLOWED.items():
     if _layer_name not in ("types", "config", ""):
         _allowed.update({"types", "config"})
-ENTRY_POINTS = {"launch", "cli", "__main__"}
 # Who may import an entry point (checked for every module, entry points included: their "*" covers the lower
 # layers only). The command line runs the launchers; no launcher reaches back up into the command line.
 ENTRY_POINT_IMPORTERS = {"__main__": set(), "cli": {"__main__"}, "launch": {"cli", "__main__"},

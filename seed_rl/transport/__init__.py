@@ -11,8 +11,9 @@ Learner side:
 
 * :class:`InferenceServer` (seed_rl/transport/server.py): handshake + one bidirectional stream per actor, feeding a
   :class:`DynamicBatcher` (seed_rl/transport/batcher.py) that runs the inference step on batches gathered across
-  actors; the same-host stream's listener is in seed_rl/transport/local_server.py, and both carriers share the
-  session core of seed_rl/transport/session.py.
+  actors. It starts its carriers from its registry ``CARRIERS``, one module each (the gRPC server kinds in
+  seed_rl/transport/thread_server.py and aio_server.py, the same-host stream's listener in local_server.py); every
+  carrier shares the session core of seed_rl/transport/session.py.
 
 The names below are loaded on first access (PEP 562), so that ``import seed_rl.transport.client`` (what an actor
 does) loads neither the server, the batcher nor the session core. The protocol, the batching rule and the error

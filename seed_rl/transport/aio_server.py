@@ -1,13 +1,14 @@
-"""The ``seed_rl.v1.Learner`` service on grpc.aio: one event loop thread serves every gRPC stream.
+"""The ``seed_rl.v1.Learner`` service on grpc.aio: one event loop thread serves every gRPC stream (the "aio" kind).
 
-The thread-pool servicer (seed_rl/transport/server.py) holds a worker thread and a reader thread per live stream,
-so a learner with N actors runs about 2N threads. This servicer runs every handshake and stream as a coroutine on
-one asyncio loop (its own thread, :class:`AioLoop`), so the learner's thread count does not grow with the number
-of actors. Both servicers keep the same contract through the same :class:`~seed_rl.transport.session.SessionCore`
-(validation, the per-session stream rules, the idle timeout, statuses) and the same
-:class:`~seed_rl.transport.window.StreamWindow` (read-ahead, answers in arrival order, withdrawal on close).
-:class:`~seed_rl.transport.server.InferenceServer` picks one with ``server_kind`` (docs/transport.md, "Server
-concurrency" has the measurements).
+The thread-pool servicer (seed_rl/transport/thread_server.py) holds a worker thread and a reader thread per live
+stream, so a learner with N actors runs about 2N threads. This servicer runs every handshake and stream as a
+coroutine on one asyncio loop (its own thread, :class:`AioLoop`), so the learner's thread count does not grow with
+the number of actors. Both servicers keep the same contract through the same
+:class:`~seed_rl.transport.session.SessionCore` (validation, the per-session stream rules, the idle timeout,
+statuses) and the same :class:`~seed_rl.transport.window.StreamWindow` (read-ahead, answers in arrival order,
+withdrawal on close). :class:`~seed_rl.transport.server.InferenceServer` picks one with ``server_kind``
+(docs/transport.md, "Server concurrency" has the measurements); :func:`start_aio_server` is this carrier's entry
+"aio" of ``seed_rl.transport.server.CARRIERS``.
 
 Imports no TensorFlow.
 """
@@ -26,10 +27,16 @@ import grpc
 from seed_rl.protos import REASON_METADATA_KEY
 from seed_rl.protos import seed_rl_pb2 as pb
 from seed_rl.protos import seed_rl_pb2_grpc as pb_grpc
+from seed_rl.transport.grpc_serving import ServerSettings, bind, learner_service, refuse_busy_port, with_option
 from seed_rl.transport.session import Refusal, Session, SessionCore, StreamHandle, parse_message
 from seed_rl.transport.window import StreamWindow
 
-__all__ = ["AioLoop", "AioServicer"]
+__all__ = ["AIO_LISTENERS", "AioLoop", "AioServicer", "start_aio_server"]
+
+AIO_LISTENERS = 16
+"""grpc.aio servers (on one event loop, one port) that the "aio" kind starts. grpc.aio takes up new calls one at
+a time per server, a few event-loop iterations each, and an iteration grows with the streams already stepping;
+several servers take up calls side by side (docs/transport.md, "Connecting a thousand actors")."""
 
 _log = logging.getLogger(__name__)
 
@@ -225,3 +232,64 @@ class AioServicer(pb_grpc.LearnerServicer):
                 reader.cancel()
             window.detach()
             self.active_streams -= 1
+
+
+class _AioCarrier:
+    """The started grpc.aio servers and their loop (a ``server.RunningCarrier``)."""
+
+    def __init__(self, aio: AioLoop, servers: list[grpc.aio.Server], servicer: AioServicer, port: int) -> None:
+        self._aio, self._servers, self._servicer, self.port = aio, servers, servicer, port
+
+    @property
+    def active_streams(self) -> int:
+        return self._servicer.active_streams
+
+    def stop(self, grace: float) -> None:
+        try:
+            self._aio.run(_stop_all(self._servers, grace), timeout=grace + 5.0)
+        finally:
+            self._aio.close()
+
+
+def start_aio_server(settings: ServerSettings, core: SessionCore) -> _AioCarrier:
+    """Starts the grpc.aio servers, serving ``core``, on an event loop thread of their own."""
+    aio = AioLoop()
+    try:
+        servers, servicer, port = aio.run(_start_servers(settings, core))
+    except BaseException:
+        aio.close()
+        raise
+    return _AioCarrier(aio, servers, servicer, port)
+
+
+async def _start_servers(settings: ServerSettings, core: SessionCore) -> tuple[list[grpc.aio.Server], AioServicer, int]:
+    """The grpc.aio servers: the first binds the address (a free port for port 0), the others the same port, all
+    serving one servicer on this loop."""
+    servicer = AioServicer(core)
+    shared = settings.aio_listeners > 1
+    if shared:
+        # SO_REUSEPORT lets every socket that sets it bind the port, also another learner's: refuse a port that
+        # something listens on already (the reason server.SERVER_OPTIONS turns it off).
+        refuse_busy_port(settings.address)
+    options = with_option(settings.grpc_options, "grpc.so_reuseport", int(shared))
+    servers: list[grpc.aio.Server] = []
+    try:
+        for i in range(settings.aio_listeners):
+            server = grpc.aio.server(options=options)
+            server.add_generic_rpc_handlers((learner_service(servicer),))
+            servers.append(server)
+            if i == 0:
+                port = bind(server, settings)
+                host = settings.address.rsplit(":", 1)[0]
+            else:
+                bind(server, settings, f"{host}:{port}")
+            await server.start()
+    except BaseException:
+        for server in servers:
+            await server.stop(None)
+        raise
+    return servers, servicer, port
+
+
+async def _stop_all(servers: list, grace: float) -> None:
+    await asyncio.gather(*(server.stop(grace) for server in servers))

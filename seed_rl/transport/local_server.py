@@ -10,8 +10,8 @@ rules on live streams hold here too (``SessionCore.attach_stream``): a newer str
 carrier, ends this one (its unanswered messages are withdrawn and the status goes out at once), and so does the idle
 timeout, which also bounds the wait for the opening frame.
 
-Learner side only (seed_rl/transport/server.py starts it, its ``CARRIERS`` entry "local"); an actor never imports
-this module. Imports no TensorFlow.
+Learner side only (:func:`start_local_stream` is its entry "local" of ``seed_rl.transport.server.CARRIERS``); an
+actor never imports this module. Imports no TensorFlow.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import grpc
 
 from seed_rl.protos import SESSION_METADATA_KEY, TOKEN_METADATA_KEY
 from seed_rl.protos import seed_rl_pb2 as pb
+from seed_rl.transport.grpc_serving import ServerSettings
 from seed_rl.transport.local import (
     ADDRESS_PREFIX,
     READ_BUFFER_BYTES,
@@ -37,7 +38,7 @@ from seed_rl.transport.local import (
 from seed_rl.transport.session import Refusal, SessionCore, parse_message
 from seed_rl.transport.window import StreamWindow
 
-__all__ = ["LocalStreamServer"]
+__all__ = ["LocalStreamServer", "start_local_stream"]
 
 _ACCEPT_POLL_S = 0.25
 
@@ -254,3 +255,11 @@ class LocalStreamServer:
             connections = list(self._connections)
         for connection in connections:
             connection.close()
+
+
+def start_local_stream(settings: ServerSettings, core: SessionCore) -> LocalStreamServer:
+    """Starts the same-host stream's listener, serving ``core``, and has every later handshake offer its address
+    (``settings``, where the gRPC servers listen, is not needed here)."""
+    local = LocalStreamServer(core)
+    core.set_local_stream_address(local.address)
+    return local

@@ -14,11 +14,12 @@
   handshakes and other actors need (``SessionCore.attach_stream``).
 
 Actors on the learner's host may send their ``Stream`` messages over a Unix socket instead
-(seed_rl/transport/local_server.py, offered in the handshake). The server starts its carriers from
-:data:`CARRIERS` (the gRPC server kind it runs, "threads" here or "aio" in seed_rl/transport/aio_server.py, and
-the same-host socket); every carrier goes through the same :class:`~seed_rl.transport.session.SessionCore`
-(seed_rl/transport/session.py: sessions, validation, batching) and keeps each stream's read-ahead in a
-:class:`~seed_rl.transport.window.StreamWindow` (seed_rl/transport/window.py).
+(seed_rl/transport/local_server.py, offered in the handshake). This module is the front that all carriers share:
+the server's settings and life cycle, and :data:`CARRIERS`, the registry it starts them from (the gRPC server kind
+it runs, "threads" in seed_rl/transport/thread_server.py or "aio" in seed_rl/transport/aio_server.py, and the
+same-host socket). Each carrier is one module and one entry there; every carrier goes through the same
+:class:`~seed_rl.transport.session.SessionCore` (seed_rl/transport/session.py: sessions, validation, batching) and
+keeps each stream's read-ahead in a :class:`~seed_rl.transport.window.StreamWindow` (seed_rl/transport/window.py).
 
 Every error is a gRPC status whose details say what to do, plus a short reason in the trailing metadata key
 ``seed-rl-reason``; the table is in docs/transport.md. Imports no TensorFlow.
@@ -26,40 +27,34 @@ Every error is a gRPC status whose details say what to do, plus a short reason i
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import dataclasses
-import errno
 import logging
-import queue
-import socket
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import grpc
 
-from seed_rl.protos import MAX_MESSAGE_BYTES, REASON_METADATA_KEY, codec
-from seed_rl.protos import seed_rl_pb2 as pb
-from seed_rl.protos import seed_rl_pb2_grpc as pb_grpc
-from seed_rl.transport.aio_server import AioLoop, AioServicer
+from seed_rl.protos import MAX_MESSAGE_BYTES, codec
+from seed_rl.transport.aio_server import AIO_LISTENERS, start_aio_server
 from seed_rl.transport.batcher import DynamicBatcher, Handler
+from seed_rl.transport.grpc_serving import (
+    ServerSettings,
+    receive_window_bytes,
+    refuse_busy_port,  # the learner (seed_rl/learner/learner.py) probes its port with it from here
+    with_option,
+)
 from seed_rl.transport.local import local_stream_supported
-from seed_rl.transport.local_server import LocalStreamServer
+from seed_rl.transport.local_server import start_local_stream
 from seed_rl.transport.session import (
     DEFAULT_MAX_ABS_OBSERVATION,
     DEFAULT_MAX_ABS_REWARD,
     DEFAULT_MAX_REFUSED_IN_A_ROW,
     DEFAULT_STREAM_IDLE_TIMEOUT_S,
-    Refusal,
-    Session,
     SessionCore,
-    StreamHandle,
-    parse_message,
     validate_step_batch,
 )
-from seed_rl.transport.window import StreamWindow
+from seed_rl.transport.thread_server import start_thread_server
 from seed_rl.types import ArraySpec, ObservationSpec
 
 if TYPE_CHECKING:
@@ -72,128 +67,14 @@ __all__ = [
     "Carrier",
     "InferenceServer",
     "RunningCarrier",
-    "receive_window_bytes",
+    "refuse_busy_port",
     "validate_step_batch",
 ]
 
-AIO_LISTENERS = 16
-"""grpc.aio servers (on one event loop, one port) that the "aio" kind starts. grpc.aio takes up new calls one at
-a time per server, a few event-loop iterations each, and an iteration grows with the streams already stepping;
-several servers take up calls side by side (docs/transport.md, "Connecting a thousand actors")."""
-
 _log = logging.getLogger(__name__)
 
-_END = object()
 _DEFAULT_GRACE_S = 0.1
 _HANDSHAKE_THREADS = 8  # worker threads that live streams may never take (see InferenceServer's max_workers)
-
-
-class _Servicer(pb_grpc.LearnerServicer):
-    """The thread-pool servicer: each stream holds one worker thread for its lifetime."""
-
-    def __init__(self, core: SessionCore) -> None:
-        self._core = core
-        self._active_lock = threading.Lock()
-        self.active_streams = 0
-
-    @staticmethod
-    def _abort(context: grpc.ServicerContext, abort: Refusal) -> None:
-        context.set_trailing_metadata(((REASON_METADATA_KEY, abort.reason),))
-        context.abort(abort.code, abort.details)
-
-    def Handshake(self, request: bytes, context: grpc.ServicerContext) -> pb.HandshakeResponse:
-        try:
-            return self._core.handshake(parse_message(pb.HandshakeRequest, request))
-        except Refusal as abort:
-            self._abort(context, abort)
-            raise  # unreachable: context.abort raises
-
-    def Stream(self, request_iterator: Iterator[bytes], context: grpc.ServicerContext):
-        """Answers the stream's messages in the order they came, with several of them in flight.
-
-        A reader thread takes messages off the stream as they arrive and queues them with the batcher at once;
-        this thread answers them in order. So an actor may send the next message (e.g. for another group of its
-        envs) before the previous answer came back, which is what lets it step some envs while others wait for
-        inference. The read-ahead is bounded (a :class:`~seed_rl.transport.window.StreamWindow`): beyond it the
-        actor's sends wait in gRPC's flow control. The session core may end the stream from another thread (a
-        newer stream of the session, or the idle watchdog): this thread then withdraws what is unanswered and
-        reports the status.
-        """
-        core = self._core
-        window = StreamWindow(core, threading.Semaphore)
-        results: queue.SimpleQueue = queue.SimpleQueue()  # futures in arrival order, then _END or a Refusal
-
-        def end(refusal: Refusal) -> None:
-            """Called by the session core from another thread: the stream ends with ``refusal``."""
-            window.ended = refusal
-            results.put(refusal)  # wakes this stream's thread if it waits for the next item
-            window.close()  # and if it waits for an answer, the answer is cancelled
-
-        def read(session: Session, stream: StreamHandle) -> None:
-            room = window.room
-            try:
-                for data in request_iterator:
-                    stream.touch()
-                    message = parse_message(pb.StepBatch, data)  # raises Refusal for bytes that are not one
-                    room.acquire()
-                    future = window.admit(session, message)  # raises Refusal for a refused message
-                    if future is None:
-                        return  # closed
-                    results.put(future)
-                results.put(_END)
-            except Refusal as abort:
-                results.put(abort)
-            except Exception:  # noqa: BLE001 - the RPC ended (cancelled, client gone): nothing to answer
-                results.put(_END)
-
-        with self._active_lock:
-            self.active_streams += 1
-        try:
-            session = core.open_stream(context.invocation_metadata())
-            stream = window.attach(session, "grpc", end)
-            context.add_callback(window.close)
-            threading.Thread(
-                target=read, args=(session, stream), name="seed_rl-stream-reader", daemon=True
-            ).start()
-            while True:
-                item = results.get()
-                if item is _END:
-                    return
-                if isinstance(item, Refusal):
-                    raise item
-                try:
-                    actions = item.result()
-                except concurrent.futures.CancelledError:
-                    if window.ended is not None:
-                        raise window.ended from None
-                    return  # the actor is gone; nobody to answer
-                except BaseException as e:  # noqa: BLE001 - reported to the actor as a status
-                    raise core.abort_for(e) from None
-                finally:
-                    window.answered(item)
-                if window.ended is not None:
-                    raise window.ended  # ended while this answer was computed: the stream answers no more
-                yield core.answer(stream, actions)
-        except Refusal as abort:
-            self._abort(context, abort)
-        finally:
-            window.close()
-            window.detach()
-            with self._active_lock:
-                self.active_streams -= 1
-
-
-def learner_service(servicer: pb_grpc.LearnerServicer) -> grpc.GenericRpcHandler:
-    """The ``seed_rl.v1.Learner`` service of ``servicer`` (either server kind) with raw-bytes requests: the
-    servicer parses them itself (``session.parse_message``), so that bytes that are not a ``HandshakeRequest`` or a
-    ``StepBatch`` are refused with INVALID_ARGUMENT naming the message, as on the same-host stream, where gRPC's
-    own deserializer would fail the call with INTERNAL or UNKNOWN, or (grpc.aio's stream) end it with OK."""
-    return grpc.method_handlers_generic_handler("seed_rl.v1.Learner", {
-        "Handshake": grpc.unary_unary_rpc_method_handler(
-            servicer.Handshake, response_serializer=pb.HandshakeResponse.SerializeToString),
-        "Stream": grpc.stream_stream_rpc_method_handler(
-            servicer.Stream, response_serializer=pb.ActionBatch.SerializeToString),
-    })
 
 
 class InferenceServer:
@@ -269,7 +150,6 @@ class InferenceServer:
         # Encoding the specs now refuses unsupported dtypes before anything listens.
         codec.encode_observation_spec(observation_spec)
         codec.encode_array_spec(action_spec)
-        self._address = address
         self._handler = handler
         self._num_envs = int(num_envs)
         self._env_batch_size = int(env_batch_size)
@@ -285,12 +165,11 @@ class InferenceServer:
         self._server_kind = server_kind
         if aio_listeners < 1:
             raise ValueError(f"aio_listeners must be >= 1, got {aio_listeners}")
-        self._aio_listeners = int(aio_listeners)
         num_tasks = self._num_envs // self._env_batch_size
-        self._max_workers = max_workers or 2 * num_tasks + _HANDSHAKE_THREADS
-        if self._max_workers <= _HANDSHAKE_THREADS:
+        max_workers = max_workers or 2 * num_tasks + _HANDSHAKE_THREADS
+        if max_workers <= _HANDSHAKE_THREADS:
             raise ValueError(
-                f"max_workers={self._max_workers} leaves no thread for a stream: {_HANDSHAKE_THREADS} threads "
+                f"max_workers={max_workers} leaves no thread for a stream: {_HANDSHAKE_THREADS} threads "
                 f"are kept for handshakes, so give at least {_HANDSHAKE_THREADS + 1} (default: 2 per task + "
                 f"{_HANDSHAKE_THREADS})"
             )
@@ -303,9 +182,14 @@ class InferenceServer:
         options = (*SERVER_OPTIONS,
                    ("grpc.http2.lookahead_bytes", receive_window_bytes(observation_spec, self._env_batch_size)))
         for name, value in grpc_options:
-            options = _with_option(options, name, value)
-        self._grpc_options: tuple[tuple[str, Any], ...] = options
-        self._credentials = server_credentials
+            options = with_option(options, name, value)
+        self._settings = ServerSettings(
+            address=address,
+            credentials=server_credentials,
+            grpc_options=options,
+            max_workers=max_workers,
+            aio_listeners=int(aio_listeners),
+        )
         self._local_stream = bool(local_stream)
         self._running: dict[str, RunningCarrier] = {}  # while serving: the started CARRIERS, in start order
         self._core: SessionCore | None = None
@@ -340,7 +224,9 @@ class InferenceServer:
             max_refused_in_a_row=self._max_refused_in_a_row,
             # The thread pool has a thread per live stream; the event loop has no such limit (the per-task rule
             # of attach_stream bounds the streams to 2 per task).
-            max_grpc_streams=self._max_workers - _HANDSHAKE_THREADS if self._server_kind == "threads" else None,
+            max_grpc_streams=(
+                self._settings.max_workers - _HANDSHAKE_THREADS if self._server_kind == "threads" else None
+            ),
         )
         # The streams beside gRPC first, so that every handshake offers them; the gRPC server kind last.
         names = [name for name, carrier in CARRIERS.items()
@@ -348,7 +234,7 @@ class InferenceServer:
         running: dict[str, RunningCarrier] = {}
         try:
             for name in (*names, self._server_kind):
-                running[name] = CARRIERS[name].start(self, core)
+                running[name] = CARRIERS[name].start(self._settings, core)
         except BaseException:
             batcher.stop()
             core.stop()
@@ -366,70 +252,6 @@ class InferenceServer:
             f" and {local}" if local else "",
         )
         return port
-
-    def _bind(self, server: grpc.Server | grpc.aio.Server, address: str | None = None) -> int:
-        address = address or self._address
-        try:
-            if self._credentials is None:
-                port = server.add_insecure_port(address)
-            else:
-                port = server.add_secure_port(address, self._credentials)
-        except RuntimeError as e:
-            raise OSError(f"cannot listen on {address}: {e}") from e
-        if port == 0:
-            raise OSError(f"cannot listen on {address} (address in use or invalid)")
-        return port
-
-    def _start_threads(self, core: SessionCore) -> _ThreadsCarrier:
-        servicer = _Servicer(core)
-        server = grpc.server(
-            concurrent.futures.ThreadPoolExecutor(
-                max_workers=self._max_workers, thread_name_prefix="seed_rl-grpc"
-            ),
-            options=self._grpc_options,
-        )
-        server.add_generic_rpc_handlers((learner_service(servicer),))
-        port = self._bind(server)
-        server.start()
-        return _ThreadsCarrier(server, servicer, port)
-
-    def _start_aio(self, core: SessionCore) -> _AioCarrier:
-        """The grpc.aio servers on an event loop thread of their own."""
-        aio = AioLoop()
-        try:
-            servers, servicer, port = aio.run(self._start_aio_servers(core))
-        except BaseException:
-            aio.close()
-            raise
-        return _AioCarrier(aio, servers, servicer, port)
-
-    async def _start_aio_servers(self, core: SessionCore) -> tuple[list[grpc.aio.Server], AioServicer, int]:
-        """The grpc.aio servers: the first binds the address (a free port for port 0), the others the same port,
-        all serving one servicer on this loop."""
-        servicer = AioServicer(core)
-        shared = self._aio_listeners > 1
-        if shared:
-            # SO_REUSEPORT lets every socket that sets it bind the port, also another learner's: refuse a port
-            # that something listens on already (the reason SERVER_OPTIONS turns it off).
-            refuse_busy_port(self._address)
-        options = _with_option(self._grpc_options, "grpc.so_reuseport", int(shared))
-        servers: list[grpc.aio.Server] = []
-        try:
-            for i in range(self._aio_listeners):
-                server = grpc.aio.server(options=options)
-                server.add_generic_rpc_handlers((learner_service(servicer),))
-                servers.append(server)
-                if i == 0:
-                    port = self._bind(server)
-                    host = self._address.rsplit(":", 1)[0]
-                else:
-                    self._bind(server, f"{host}:{port}")
-                await server.start()
-        except BaseException:
-            for server in servers:
-                await server.stop(None)
-            raise
-        return servers, servicer, port
 
     @property
     def server_kind(self) -> str:
@@ -512,8 +334,9 @@ class RunningCarrier(Protocol):
 class Carrier:
     """How the learner serves the actors' ``Stream`` over one carrier: an entry of :data:`CARRIERS`."""
 
-    start: Callable[[InferenceServer, SessionCore], RunningCarrier]
-    """Starts serving the session core with the server's settings (``InferenceServer.start`` calls it)."""
+    start: Callable[[ServerSettings, SessionCore], RunningCarrier]
+    """Starts serving the session core with the server's settings (``InferenceServer.start`` calls it); the
+    carrier's module defines it."""
     reached_as: str
     """``LearnerClient.carrier`` of an actor that streams over it ("grpc", "local")."""
     serves_handshake: bool
@@ -522,46 +345,14 @@ class Carrier:
     supported: Callable[[], bool] = lambda: True
 
 
-class _ThreadsCarrier:
-    def __init__(self, server: grpc.Server, servicer: _Servicer, port: int) -> None:
-        self._server, self._servicer, self.port = server, servicer, port
-
-    @property
-    def active_streams(self) -> int:
-        return self._servicer.active_streams
-
-    def stop(self, grace: float) -> None:
-        self._server.stop(grace).wait()
-
-
-class _AioCarrier:
-    def __init__(self, aio: AioLoop, servers: list[grpc.aio.Server], servicer: AioServicer, port: int) -> None:
-        self._aio, self._servers, self._servicer, self.port = aio, servers, servicer, port
-
-    @property
-    def active_streams(self) -> int:
-        return self._servicer.active_streams
-
-    def stop(self, grace: float) -> None:
-        try:
-            self._aio.run(_stop_all(self._servers, grace), timeout=grace + 5.0)
-        finally:
-            self._aio.close()
-
-
-def _start_local(server: InferenceServer, core: SessionCore) -> LocalStreamServer:
-    local = LocalStreamServer(core)
-    core.set_local_stream_address(local.address)  # offered in every later handshake
-    return local
-
-
 CARRIERS: dict[str, Carrier] = {
     # gRPC server kinds: a worker thread and a reader thread per live stream, or grpc.aio (every stream a
     # coroutine on one event loop thread; docs/transport.md, "Server concurrency").
-    "threads": Carrier(InferenceServer._start_threads, reached_as="grpc", serves_handshake=True),
-    "aio": Carrier(InferenceServer._start_aio, reached_as="grpc", serves_handshake=True),
+    "threads": Carrier(start_thread_server, reached_as="grpc", serves_handshake=True),  # thread_server.py
+    "aio": Carrier(start_aio_server, reached_as="grpc", serves_handshake=True),  # aio_server.py
     # The same-host Unix socket (seed_rl/transport/local_server.py).
-    "local": Carrier(_start_local, reached_as="local", serves_handshake=False, supported=local_stream_supported),
+    "local": Carrier(start_local_stream, reached_as="local", serves_handshake=False,
+                     supported=local_stream_supported),
 }
 """The carriers of the actors' ``Stream``, by name: a new carrier is its module and one entry here
 (docs/architecture.md, "How to add a carrier"). tests/transport/test_contract.py runs its suite on every entry."""
@@ -569,48 +360,6 @@ CARRIERS: dict[str, Carrier] = {
 SERVER_KINDS = tuple(name for name, carrier in CARRIERS.items() if carrier.serves_handshake)
 """How the gRPC server runs its streams: "threads" (a worker thread and a reader thread per live stream) or "aio"
 (grpc.aio: every stream a coroutine on one event loop thread)."""
-
-
-async def _stop_all(servers: list, grace: float) -> None:
-    await asyncio.gather(*(server.stop(grace) for server in servers))
-
-
-def _with_option(options: tuple, name: str, value: object) -> tuple:
-    return tuple(o for o in options if o[0] != name) + ((name, value),)
-
-
-def refuse_busy_port(address: str) -> None:
-    """Raises OSError when something listens on ``address``'s port already (a fixed port only; port 0 picks a
-    free one). A probe socket binds the address without ``SO_REUSEPORT``, which fails while any socket listens on
-    the port; names that do not resolve are left to gRPC's bind, which reports them."""
-    host, _, port_text = address.rpartition(":")
-    try:
-        port = int(port_text)
-    except ValueError:
-        return
-    if port == 0:
-        return
-    try:
-        infos = socket.getaddrinfo(host.strip("[]") or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except OSError:
-        return
-    for family, kind, proto, _, sockaddr in infos:
-        try:
-            probe = socket.socket(family, kind, proto)
-        except OSError:  # e.g. no IPv6 on this host: gRPC's bind decides
-            continue
-        with probe:
-            # As gRPC's own sockets: a port whose old connections linger in TIME_WAIT (a learner that restarts)
-            # binds; one that a socket listens on does not.
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                probe.bind(sockaddr)
-            except OSError as e:
-                if e.errno == errno.EADDRINUSE:
-                    raise OSError(
-                        f"cannot listen on {address}: port {port} is in use (is another learner running there?)"
-                    ) from None
-
 
 MIN_PING_INTERVAL_ARG = "grpc.http2.min_ping_interval_without_data_ms"
 """The server argument: the shortest interval between two client pings (while the server sends nothing) that it
@@ -641,22 +390,10 @@ SERVER_OPTIONS = (
     # No BDP probing: gRPC's bandwidth-delay estimator sends a PING on every connection from 100 ms to 10 s
     # apart to size its receive window, whatever the traffic; with 1,000 actors stepping a few times a second
     # each, that was about one PING and its ACK for every two round trips, each a write and a wake-up on both
-    # sides. The learner instead announces a fixed window sized to its own messages (``receive_window_bytes``,
-    # set per server as grpc.http2.lookahead_bytes), so a big message still crosses in one round trip
+    # sides. The learner instead announces a fixed window sized to its own messages
+    # (``grpc_serving.receive_window_bytes``, set per server as grpc.http2.lookahead_bytes), so a big message still crosses in one round trip
     # (docs/transport.md, "Flow control").
     ("grpc.http2.bdp_probe", 0),
 )
 """The options of the learner's gRPC servers, either kind; each server adds its receive window
-(``receive_window_bytes``) and the ``grpc_options`` it was given."""
-
-RECEIVE_WINDOW_MIN_BYTES = 1 << 20
-"""The smallest receive window the learner announces (1 MiB), however small its messages."""
-
-
-def receive_window_bytes(observation_spec: ObservationSpec, env_batch_size: int) -> int:
-    """The HTTP/2 receive window (per stream and per connection) the learner announces: room for two full
-    messages of an actor (``env_batch_size`` envs; an actor with two env groups has both halves in flight), at
-    least ``RECEIVE_WINDOW_MIN_BYTES`` and at most ``MAX_MESSAGE_BYTES``. An actor's message then crosses in
-    one round trip however far away the actor is, as with gRPC's own window tuning, without its probing."""
-    wanted = 2 * codec.step_batch_bytes(observation_spec, env_batch_size)
-    return int(min(MAX_MESSAGE_BYTES, max(RECEIVE_WINDOW_MIN_BYTES, wanted)))
+(``grpc_serving.receive_window_bytes``) and the ``grpc_options`` it was given."""

@@ -7,8 +7,8 @@ a session and the rules on live streams (one per session, two per task, a cap on
 refuses non-finite floats) before it is queued with the :class:`~seed_rl.transport.batcher.DynamicBatcher`, the
 server's counters and the count of queued, unanswered messages that ``InferenceServer.stop`` waits for. Every
 refusal is a :class:`Refusal`: the gRPC status code, the details and the ``seed-rl-reason`` that the carrier
-reports to the actor (seed_rl/transport/server.py as a gRPC status, seed_rl/transport/local_server.py as a
-``StreamStatus`` frame).
+reports to the actor (the gRPC servicers of seed_rl/transport/thread_server.py and aio_server.py as a gRPC
+status, seed_rl/transport/local_server.py as a ``StreamStatus`` frame).
 
 Learner side only: an actor never imports this module. Imports no TensorFlow.
 """

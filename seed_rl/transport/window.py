@@ -5,7 +5,7 @@ batcher at once. :class:`StreamWindow` keeps that bookkeeping: the queued, unans
 oldest first), the room left for more, whether the stream is closed (what is unanswered is then withdrawn) and why
 the session core ended it. Each carrier drives it with its own primitive and keeps only its I/O:
 
-* the thread-pool gRPC servicer (seed_rl/transport/server.py): a reader thread waits for room on a
+* the thread-pool gRPC servicer (seed_rl/transport/thread_server.py): a reader thread waits for room on a
   ``threading.Semaphore``; the call's thread answers in order;
 * the grpc.aio servicer (seed_rl/transport/aio_server.py): the same with coroutines and an ``asyncio.Semaphore``;
 * the same-host stream (seed_rl/transport/local_server.py): a reader thread, and whichever thread finishes an

@@ -17,6 +17,9 @@ SERVER_MODULES = (
     "seed_rl.transport.batcher",
     "seed_rl.transport.session",
     "seed_rl.transport.window",
+    "seed_rl.transport.grpc_serving",
+    "seed_rl.transport.thread_server",
+    "seed_rl.transport.aio_server",
     "seed_rl.transport.local_server",
 )
 FRAMEWORKS = ("tensorflow", "keras")

@@ -1147,7 +1147,7 @@ def test_the_aio_servers_listeners_share_one_port(cluster):
 def test_the_port_probe_refuses_a_listened_port_but_not_a_lingering_one():
     """``refuse_busy_port``: a port something listens on is refused; a port whose closed connections linger in
     TIME_WAIT (a learner that restarts) is not; port 0 and names that do not resolve are left to gRPC."""
-    from seed_rl.transport.server import refuse_busy_port
+    from seed_rl.transport.grpc_serving import refuse_busy_port
 
     with socket.socket() as listener:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC's listening sockets

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from seed_rl.protos import MAX_MESSAGE_BYTES, codec
-from seed_rl.transport.server import RECEIVE_WINDOW_MIN_BYTES, SERVER_OPTIONS, receive_window_bytes
+from seed_rl.transport.grpc_serving import RECEIVE_WINDOW_MIN_BYTES, receive_window_bytes
+from seed_rl.transport.server import SERVER_OPTIONS
 from seed_rl.types import ArraySpec, EnvOutput, StepBatch
 
 SPECS = [
@@ -61,7 +62,8 @@ _SERVE = """
     import json, sys
     import numpy as np
     from seed_rl.transport.client import LearnerClient
-    from seed_rl.transport.server import InferenceServer, receive_window_bytes
+    from seed_rl.transport.grpc_serving import receive_window_bytes
+    from seed_rl.transport.server import InferenceServer
     from seed_rl.types import ArraySpec, EnvOutput, StepBatch
 
     grpc_defaults = sys.argv[1] == "grpc"
