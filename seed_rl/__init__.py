@@ -9,7 +9,31 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+
+def _read_version() -> str:
+    """The installed distribution's version (pyproject.toml's when it was installed); in a source tree that is not
+    installed, the version its pyproject.toml declares; "0+unknown" without either."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("seed_rl")
+    except metadata.PackageNotFoundError:
+        pass
+    import os
+    import re
+
+    try:
+        with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pyproject.toml")) as f:
+            text = f.read()
+    except OSError:
+        return "0+unknown"
+    if not re.search(r'(?m)^name = "seed_rl"$', text):  # some other project's file above an unpacked copy
+        return "0+unknown"
+    found = re.search(r'(?m)^version = "([^"]+)"$', text)
+    return found.group(1) if found else "0+unknown"
+
+
+__version__ = _read_version()
 
 # name -> module that defines it; resolved lazily (PEP 562) so that `import seed_rl` stays framework-free.
 _LAZY = {

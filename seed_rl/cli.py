@@ -203,10 +203,8 @@ def main(argv: Sequence[str]) -> int:
         return 2
     if not config.run.tracking.logdir:
         config = replace(config, run=replace_flat(config.run, logdir=_default_logdir(config)))
-    try:  # a run directory that cannot be one: one line before TensorFlow loads (the learner checks it again)
-        from seed_rl.learner.resume import check_run_directory
-
-        check_run_directory(config.run.tracking.logdir)
+    try:  # what the learner would refuse anyway, as the one line of output, before TensorFlow loads
+        _refuse_before_start(command, fv, config)
     except ValueError as e:
         print(f"seed-rl {command}: {e}", file=sys.stderr)
         return 2
@@ -285,6 +283,29 @@ def main(argv: Sequence[str]) -> int:
         print(f"seed-rl {command}: the learner stopped: {e}", file=sys.stderr)
         return 1
     return 0
+
+
+def _refuse_before_start(command: str, fv: flags.FlagValues, config: Config) -> None:
+    """The mistakes the learner refuses (it checks them again), found before anything else is printed: a run
+    directory that cannot be one, a run directory this config cannot resume (another agent or env; a finished run,
+    unless ``learner --on_finish=wait`` waits on it), a fixed port something listens on already.
+
+    Raises:
+      ValueError: one line saying which (a finished run: how to extend its budget).
+    """
+    from seed_rl.learner.resume import RunFinishedError, resume_changes
+    from seed_rl.transport.server import refuse_busy_port
+
+    try:  # checks the directory first; changes that do not block (a larger budget) are the learner's to record
+        resume_changes(config.run.tracking.logdir, config.to_json())
+    except RunFinishedError:
+        if command == "train" or _flag(fv, "on_finish") != "wait":
+            raise
+    if command == "learner" or fv["server_address"].present:  # train picks a free port unless given one
+        try:
+            refuse_busy_port(config.run.transport.server_address)
+        except OSError as e:
+            raise ValueError(str(e)) from None
 
 
 def _wait_for_sigterm(terminated=None) -> int:

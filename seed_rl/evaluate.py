@@ -10,6 +10,7 @@ import dataclasses
 import os
 import re
 import time
+import warnings
 from typing import Any, Callable, List, Optional, Union
 
 import numpy as np
@@ -111,7 +112,10 @@ def evaluate(logdir: str, num_episodes: int = 10, greedy: bool = False, env_id: 
     env_config = config.env if seed is None else dataclasses.replace(config.env, seed=int(seed))
     env = create_environment(env_config, env_id)
     if video_dir is not None:
-        env = record_video(env, video_dir, config.env.num_action_repeats, video_prefix(logdir, checkpoint))
+        # gymnasium warns (two lines) whenever the folder exists, but the names (video_prefix) never collide here.
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*Overwriting existing videos")
+            env = record_video(env, video_dir, config.env.num_action_repeats, video_prefix(logdir, checkpoint))
     try:
         return play_episodes(agent, step, env, num_episodes, on_episode, max_seconds)
     finally:

@@ -55,7 +55,8 @@ def test_yaml_files_work_too(tmp_path):
     ('["a list"]', "must hold a mapping"),
     ('{"agents": {}}', "unknown key(s) ['agents']"),
     ('{"run": {"batch_sise": 3}}', "unknown run key(s): batch_sise (did you mean batch_size"),
-    ('{"agent": {"burn_in": 3}}', "['burn_in'] do not apply to the vtrace agent"),
+    ('{"agent": {"burn_in": 3}}', "agent.burn_in of --config does not apply to the vtrace agent: burn_in is a "
+                                  "field of r2d2, not of vtrace"),
     ('{"agent_name": "r2d2", "preset": "classic_vtrace"}', "names agent 'r2d2' but preset classic_vtrace"),
 ])
 def test_bad_files_are_refused_in_one_line(tmp_path, content, message):

@@ -165,3 +165,26 @@ def test_eval_records_every_episode_as_a_video_that_decodes(tmp_path, capsys):
     assert f"videos in {os.path.join(logdir, 'videos')}" in capsys.readouterr().out
     written = os.listdir(os.path.join(logdir, "videos"))
     assert len(written) == 1 and re.fullmatch(r"eval-latest-ckpt-\d+-\d{8}-\d{6}-episode-0\.mp4", written[0]), written
+
+
+def test_eval_into_a_folder_of_videos_does_not_warn_of_overwriting(tmp_path):
+    """The names never collide (`video_prefix`), so gymnasium's two-line "Overwriting existing videos" warning,
+    which it gives for any existing folder, is left out; the control: gymnasium does warn for that folder."""
+    pytest.importorskip("moviepy", reason="videos need the video extra (in dev): pip install 'seed_rl[video]'")
+    import warnings
+
+    from seed_rl.envs import create_environment
+    from seed_rl.learner.play import record_video
+
+    logdir = _run_dir(tmp_path, "vtrace")
+    video_dir = str(tmp_path / "videos")
+    os.makedirs(video_dir)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        evaluate(logdir, num_episodes=1, seed=1, video_dir=video_dir)
+        assert len(os.listdir(video_dir)) == 1
+        assert not [w for w in caught if "Overwriting existing videos" in str(w.message)], [str(w.message)
+                                                                                           for w in caught]
+        config, _ = load_agent(logdir)
+        record_video(create_environment(config.env, 0), video_dir).close()
+    assert [w for w in caught if "Overwriting existing videos" in str(w.message)]

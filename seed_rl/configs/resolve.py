@@ -236,9 +236,12 @@ def resolve_config(fv: flags.FlagValues, fields: Sequence[Field]) -> Config:
             if isinstance(value, list):
                 given[key] = tuple(value)
     _check_file_keys(str(fv["config"].value), changes)
+    given_as = {key: f"agent.{key} of --config" for key in changes["agent"]}  # where an agent field was given
     for field in fields:
         if fv[field.flag].present:
             changes[field.section][field.key] = _convert(fv[field.flag].value, field.type)
+            if field.section == "agent":
+                given_as[field.key] = f"--{field.flag}"
     if fv["game"].present:
         changes["env"]["name"] = fv["game"].value
     if fv["seed"].present:
@@ -246,8 +249,9 @@ def resolve_config(fv: flags.FlagValues, fields: Sequence[Field]) -> Config:
     agent_cfg = config.agent
     unknown = set(changes["agent"]) - set(flat_fields(type(agent_cfg)))
     if unknown:
-        raise ValueError(f"flag(s) or --config field(s) {sorted(unknown)} do not apply to the {agent} agent (they "
-                         f"are fields of {_owners(unknown)})")
+        names = sorted(unknown)
+        raise ValueError(f"{_and([given_as[n] for n in names])} {'does' if len(names) == 1 else 'do'} not apply to "
+                         f"the {agent} agent: {_owners(names, agent)}")
     env = _resolve_env(config.env, changes["env"], changes["options"])
     return Config(env=env, run=replace_flat(config.run, **changes["run"]),
                   agent_name=config.agent_name, agent=replace_flat(agent_cfg, **changes["agent"]))
@@ -256,11 +260,20 @@ def resolve_config(fv: flags.FlagValues, fields: Sequence[Field]) -> Config:
 _FILE_IGNORED_RUN_FIELDS = ("logdir", "server_address", "auth_token")
 
 
-def _owners(names: set) -> str:
-    """Which agents have the fields ``names``, for an error message."""
-    owners = {n: [a for a in agents_lib.agent_names() if n in flat_fields(agents_lib.config_class(a))]
-              for n in sorted(names)}
-    return "; ".join(f"{n}: {', '.join(a)}" for n, a in owners.items())
+def _and(items: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return " and ".join(items) if len(items) < 3 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _owners(names: Sequence[str], agent: str) -> str:
+    """Which agents have the fields ``names`` (none of them ``agent``'s), for an error message: "burn_in is a field
+    of r2d2, not of vtrace; ..."."""
+    said = []
+    for name in names:
+        owners = [a for a in agents_lib.agent_names() if name in flat_fields(agents_lib.config_class(a))]
+        said.append(f"{name} is a field of {_and(owners)}, not of {agent}" if owners
+                    else f"{name} is a field of no agent")
+    return "; ".join(said)
 
 
 def _check_file_keys(path: str, changes: Dict[str, Dict[str, Any]]) -> None:

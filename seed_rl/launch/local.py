@@ -26,6 +26,8 @@ class LocalRun:
 
     final_eval: Optional[dict] = None
     """What ``final_evaluation`` measured at the end of a finished run (None: not run)."""
+    elapsed_s: float = 0.0
+    """How long ``run()`` trained (from starting the learner until it stopped; the closing evaluation apart)."""
 
     def __init__(self, config: Config, actor_mode: str = "process", status_stream=None,
                  restart_actors: bool = True, observation_spec=None, action_spec=None):
@@ -115,7 +117,10 @@ class LocalRun:
                     self._start_actor(task)
 
     def run(self) -> None:
+        """Trains until the budget is spent, the target reached or a signal; a finished run then plays its closing
+        greedy evaluation and prints the closing line (`closing_line`) after it, as the run's last."""
         n = self.config.run.num_actors
+        started = time.monotonic()
         self.port = self.learner.start()
         self.processes = [None] * n
         self.threads = [None] * n
@@ -130,6 +135,7 @@ class LocalRun:
         try:
             self.learner.run()
         finally:
+            self.elapsed_s = time.monotonic() - started
             self._stopping.set()
             self._stop_actors()
             for sig, handler in previous.items():
@@ -137,6 +143,8 @@ class LocalRun:
         if self.learner.finished and not self.interrupted and self.config.run.final_eval_episodes > 0:
             self.final_eval = final_evaluation(self.config.run.tracking.logdir, self.config.run.final_eval_episodes,
                                                self.learner.episode_log)
+            # The learner's closing line came before the greedy evaluation: the run's last line says both.
+            print(f"seed_rl: {closing_line(self.summary())}", flush=True)
 
     def summary(self) -> dict:
         """What the run reached: its directory, frames, whether it finished (budget or target) or was stopped, the
@@ -148,7 +156,8 @@ class LocalRun:
         evaluation = bool(self.config.run.num_eval_envs)
         return {"logdir": self.config.run.tracking.logdir, "env_frames": int(learner.env_frames),
                 "finished": bool(learner.finished), "interrupted": bool(self.interrupted),
-                "episodes": log_.total if log_ else 0,
+                "elapsed_s": self.elapsed_s, "episodes": log_.total if log_ else 0,
+                "window_episodes": log_.recent_count(evaluation) if log_ else 0, "eval_window": evaluation,
                 "mean_return_last_20": log_.mean_recent_return(evaluation) if log_ else float("nan"),
                 "best": read_best_record(self.config.run.tracking.logdir), "final_eval": self.final_eval}
 
@@ -182,6 +191,27 @@ class LocalRun:
         for item in self.threads:
             if item is not None:
                 item[1].join(timeout=timeout)
+
+
+def closing_line(summary: dict) -> str:
+    """A run's last line, from ``LocalRun.summary()``: how it ended, its frames and time, the last window and the best
+    one, and the closing greedy evaluation of the best and the latest checkpoints."""
+    kind = "evaluation episodes" if summary.get("eval_window") else "episodes"
+    count = summary.get("window_episodes", 0)
+    line = (f"{'finished' if summary['finished'] else 'stopped'} after {summary['env_frames']:,d} env frames in "
+            f"{summary.get('elapsed_s', 0.0) / 60:.1f} min ({summary['episodes']:,d} episodes); "
+            + (f"mean return of the last {count} {kind}: {summary['mean_return_last_20']:.1f}" if count
+               else f"no {kind} ended"))
+    best = summary.get("best")
+    if best:
+        line += f"; best window {best['mean_return']:.1f} at {best['env_frames']:,d} frames"
+    final = summary.get("final_eval")
+    if final is not None:
+        played = [f"{name} checkpoint {final[name]['greedy_mean_return']:.1f} over {len(final[name]['returns'])} "
+                  f"episode{'s' if len(final[name]['returns']) != 1 else ''}" for name in ("best", "latest")
+                  if name in final]
+        line += f"; greedy evaluation: {', '.join(played)}" if played else "; no greedy evaluation"
+    return line
 
 
 def on_free_loopback_port(config: Config) -> Config:
@@ -225,9 +255,17 @@ def train(config: Config, actor_mode: str = "process", status_stream=None, keep_
 
 
 def default_logdir(config: Config) -> str:
+    """``runs/<family>-<env>-<agent>-<YYYYmmdd-HHMMSS>``, a directory that does not exist yet (``-2``, ``-3``, ...
+    after it when one of that second does): every ``train`` call without a logdir is a new run. The command line's
+    default (``runs/<family>_<env>_<agent>``) is one directory that the same command resumes instead."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     name = config.env.name.replace("/", "_").replace(":", "_")  # a `module:EnvId` or namespaced gymnasium id
-    return os.path.join("runs", f"{config.env.family}-{name}-{config.agent_name}-{stamp}")
+    path = os.path.join("runs", f"{config.env.family}-{name}-{config.agent_name}-{stamp}")
+    taken, n = path, 1
+    while os.path.exists(path):
+        n += 1
+        path = f"{taken}-{n}"
+    return path
 
 
 FINAL_EVAL_FILE = "final_eval.json"

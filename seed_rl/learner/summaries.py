@@ -116,12 +116,12 @@ class EpisodeLog:
         self._file.close()
 
 
-def run_title(logdir: str) -> str:
-    """What a run trains, for a plot's title: "<agent> on <family>:<env> (<run directory>)", from its config.json
-    (the directory's name alone when it has none)."""
+def run_title(logdir: str, config_dir: Optional[str] = None) -> str:
+    """What a run trains, for a plot's title: "<agent> on <family>:<env> (<run directory>)", from the config.json of
+    ``config_dir`` (default ``logdir``; a sweep's directory takes a seed's); the directory's name alone without one."""
     name = os.path.basename(os.path.abspath(logdir))
     try:
-        with open(os.path.join(logdir, "config.json")) as f:
+        with open(os.path.join(config_dir or logdir, "config.json")) as f:
             config = json.load(f)
         return f"{config['agent_name']} on {config['env']['family']}:{config['env']['name']} ({name})"
     except (OSError, ValueError, KeyError, TypeError):
@@ -356,7 +356,7 @@ def write_seed_curves(parent: str, run_dirs: dict, window: int = 20) -> Optional
     ax.plot(curves["frames"], curves["mean"], "-", linewidth=2.5, color="black", label=f"mean of {len(names)} seeds")
     ax.set_xlabel("environment frames")
     ax.set_ylabel(f"return (mean of last {window} episodes)")
-    ax.set_title(os.path.basename(os.path.abspath(parent)))
+    ax.set_title(run_title(parent, next(iter(run_dirs.values()))))  # the seeds train one agent on one env
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()

@@ -26,3 +26,20 @@ def test_a_run_without_a_finished_episode_says_so_instead_of_a_nan_window(tmp_pa
     final_evaluation(str(tmp_path), 1, log)
     assert capsys.readouterr().out.strip().endswith("(training window, the last window: -900.0)")
     log.close()
+
+
+def test_the_closing_line_holds_the_greedy_evaluation():
+    """The run's last line (after the greedy evaluation's lines): how it ended, the windows, then the greedy means."""
+    from seed_rl.launch.local import closing_line
+
+    summary = {"finished": True, "env_frames": 120_000, "elapsed_s": 90.0, "episodes": 812, "window_episodes": 20,
+               "eval_window": False, "mean_return_last_20": 431.25,
+               "best": {"mean_return": 480.0, "env_frames": 100_000},
+               "final_eval": {"episodes": 10, "best": {"greedy_mean_return": 500.0, "returns": [500.0] * 10},
+                              "latest": {"greedy_mean_return": 321.0, "returns": [321.0]}}}
+    assert closing_line(summary) == (
+        "finished after 120,000 env frames in 1.5 min (812 episodes); mean return of the last 20 episodes: 431.2; "
+        "best window 480.0 at 100,000 frames; greedy evaluation: best checkpoint 500.0 over 10 episodes, latest "
+        "checkpoint 321.0 over 1 episode")
+    skipped = {**summary, "best": None, "window_episodes": 0, "eval_window": True, "final_eval": {"episodes": 10}}
+    assert closing_line(skipped).endswith("(812 episodes); no evaluation episodes ended; no greedy evaluation")

@@ -68,3 +68,31 @@ def test_rolling_windows_are_the_means_of_consecutive_episodes_at_their_last_epi
     means, ends = rolling_windows(eps[:2], window=3)  # fewer episodes than a window: no window
     assert len(means) == 0 and len(ends) == 0 and first_window_reaching(means, ends, 0.0) is None
     assert ends.dtype == np.int64
+
+
+def test_the_seeds_curve_is_titled_like_the_learning_curve(tmp_path, monkeypatch):
+    """seeds_curve.png says what the seeds train, as learning_curve.png does (`run_title`): from a seed's
+    config.json, with the sweep's directory name; not the directory name alone."""
+    import json
+    import os
+
+    import matplotlib.axes
+
+    from seed_rl.learner.summaries import EpisodeLog, run_title, write_seed_curves
+
+    titles = []
+    monkeypatch.setattr(matplotlib.axes.Axes, "set_title", lambda self, title, *a, **k: titles.append(title))
+    parent = tmp_path / "sweep"
+    run_dirs = {}
+    for seed in (1, 2):
+        run_dir = parent / f"seed_{seed}"
+        os.makedirs(run_dir)
+        (run_dir / "config.json").write_text(json.dumps({"agent_name": "ppo", "env": {"family": "classic",
+                                                                                      "name": "CartPole-v1"}}))
+        log = EpisodeLog(str(run_dir))
+        log.write([_episode(10 * (i + 1), float(i * seed)) for i in range(30)])
+        log.close()
+        run_dirs[f"seed {seed}"] = str(run_dir)
+    assert write_seed_curves(str(parent), run_dirs) == str(parent / "seeds_curve.png")
+    assert titles == ["ppo on classic:CartPole-v1 (sweep)"]
+    assert run_title(str(parent)) == "sweep"  # the sweep's own directory has no config.json
