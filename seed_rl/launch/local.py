@@ -132,6 +132,8 @@ class LocalRun:
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 previous[sig] = signal.signal(sig, self._on_signal)
+        # A finished run's last line is the closing line printed below, with its greedy evaluation.
+        self.learner.closing_line_follows = self.config.run.final_eval_episodes > 0
         try:
             self.learner.run()
         finally:
@@ -143,7 +145,7 @@ class LocalRun:
         if self.learner.finished and not self.interrupted and self.config.run.final_eval_episodes > 0:
             self.final_eval = final_evaluation(self.config.run.tracking.logdir, self.config.run.final_eval_episodes,
                                                self.learner.episode_log)
-            # The learner's closing line came before the greedy evaluation: the run's last line says both.
+            # The learner left its closing line out (closing_line_follows): the run's last line says both.
             print(f"seed_rl: {closing_line(self.summary())}", flush=True)
 
     def summary(self) -> dict:

@@ -35,7 +35,7 @@ from seed_rl.learner import devices as devices_lib
 from seed_rl.learner import play as play_lib
 from seed_rl.learner import resume as resume_lib
 from seed_rl.learner import summaries as summaries_lib
-from seed_rl.learner.checkpoints import BestCheckpoint, RunCheckpoint
+from seed_rl.learner.checkpoints import BestCheckpoint, RunCheckpoint, WeightHistory, all_variables
 from seed_rl.learner.data import QueueClosed, UnrollQueue, frames_per_train_step
 from seed_rl.learner.export import export_saved_model
 from seed_rl.learner.inference import InferenceStep
@@ -43,7 +43,8 @@ from seed_rl.learner.tracking import WandbTracker
 from seed_rl.learner.training import SkippedUpdatesError, SkipTracker, Trainer
 from seed_rl.transport import tls as tls_lib
 from seed_rl.transport.batcher import PartialAnswer
-from seed_rl.transport.server import InferenceServer, refuse_busy_port
+from seed_rl.transport.grpc_serving import refuse_busy_port
+from seed_rl.transport.server import InferenceServer
 from seed_rl.types import Agent, StepBatch
 
 if TYPE_CHECKING:
@@ -185,8 +186,29 @@ class Learner:
         except (ValueError, AssertionError, tf.errors.OpError) as e:  # shapes or variables that do not match
             raise resume_lib.checkpoint_mismatch(run.tracking.logdir, changes, e) from e
         self.restored_from: Optional[str] = self.checkpoints.restored_from
-        self.best = BestCheckpoint(run.tracking.logdir, self.checkpoints.checkpoint, self.checkpoints.items)
+        self.best = self._build_best_checkpoint()
         self.env_frames = int(self.env_frames_var.numpy())
+
+    def _build_best_checkpoint(self) -> BestCheckpoint:
+        """The best checkpoint, written from a second copy of the agent (built once from the same config) that
+        each save sets to a kept snapshot of the weights (`WeightHistory`): the version that played the window,
+        not the live weights of the moment the window was read, which training has moved on from."""
+        config, run = self.config, self.config.run
+        live = all_variables(self.agent.checkpoint_items())
+        with self.devices.scope(), devices_lib.dtype_policy(self.devices.dtype_policy()):
+            copy = agents_lib.make_agent(config.agent_name, config.agent, self.observation_spec, self.action_spec,
+                                         num_envs=self.num_envs, num_eval_envs=run.num_eval_envs)
+            counters = (tf.Variable(0, dtype=tf.int64, trainable=False, name="train_steps"),
+                        tf.Variable(0, dtype=tf.int64, trainable=False, name="env_frames"))
+        items = dict(train_steps=counters[0], env_frames=counters[1], **copy.checkpoint_items())
+        variables = all_variables(copy.checkpoint_items())
+        if [(tuple(v.shape), v.dtype) for v in live] != [(tuple(v.shape), v.dtype) for v in variables]:
+            raise AssertionError("a second copy of the agent does not have the agent's variables")
+        self.history = WeightHistory(live)
+        """Snapshots of the weights at recent policy versions (recorded by the training thread)."""
+        self.history.record(int(self.policy_version.numpy()))  # the initial (or restored) weights
+        return BestCheckpoint(run.tracking.logdir, tf.train.Checkpoint(**items), items, variables=variables,
+                              counters=counters)
 
     def _build_data_path(self) -> None:
         """The inference step (per-env tables, unroll store), the unroll queue, and the data source the agent's
@@ -242,8 +264,13 @@ class Learner:
         """The greedy check's env, made at the first check (its policy step is `play.policy_step`'s, cached)."""
         self.finished = False
         """Set when run() returns because training is finished (budget spent or target reached), not stopped."""
+        self.closing_line_follows = False
+        """Set by a launcher that prints the run's closing line itself after a finished run (with its greedy
+        evaluation): the learner then leaves its own out, so that the words are not printed twice."""
         self._lock = threading.Lock()
         self._episodes: collections.deque = collections.deque()
+        self._episode_start_versions = np.full(self.num_envs, int(self.policy_version.numpy()), dtype=np.int64)
+        """Per env: the policy version when its current episode began (when its last one ended)."""
         self._metrics = summaries_lib.MetricAccumulator()
         self._train_error: Optional[BaseException] = None
         self.skips = SkipTracker(run.devices.max_skipped_updates, log)
@@ -282,10 +309,14 @@ class Learner:
             stats = tf.nest.map_structure(lambda t: t.numpy(), out.finished)
             now = time.time()
             first_eval = self.num_envs - self.config.run.num_eval_envs
+            version = int(self.policy_version.numpy())
             for i, env_id in enumerate(out.finished_env_ids.numpy()):
+                # The env's next episode begins now: its first version is this one.
+                first, self._episode_start_versions[env_id] = int(self._episode_start_versions[env_id]), version
                 self._episodes.append(summaries_lib.Episode(
                     env_frames, float(stats.episode_return[i]), float(stats.raw_return[i]),
-                    int(stats.frames[i]), int(stats.steps[i]), int(env_id), now, bool(env_id >= first_eval)))
+                    int(stats.frames[i]), int(stats.steps[i]), int(env_id), now, bool(env_id >= first_eval),
+                    first_policy_version=first, last_policy_version=version))
             self._episodes_arrived.set()
         if out.completed_env_ids.shape[0]:
             unrolls = tf.nest.map_structure(lambda t: t.numpy(), out.unrolls)
@@ -327,6 +358,7 @@ class Learner:
                     continue
                 batch, weights, indices, env_ids = self.source.next_batch()
                 result = self.trainer.step(batch, weights)
+                self.history.record(int(self.policy_version.numpy()))
                 self.source.after_step(indices, result.priorities)
                 metrics = {k: float(v) for k, v in result.metrics.items()}
                 skipped = int(metrics.pop("learner/skipped_updates", 0))  # the run's total is self.skips.total
@@ -380,18 +412,26 @@ class Learner:
 
     def _maybe_save_best(self) -> None:
         """Keeps the weights of the best window of episodes so far in checkpoints/best (see BestCheckpoint): the
-        mean of the last 20 episodes as they arrive, saved with the weights of that moment."""
+        mean of the last 20 episodes as they arrive, saved with the kept weights nearest to the version that
+        played them (the median of their middle versions; the latest kept weights when a version is unknown)."""
         log_ = self.episode_log
-        mean = log_.window_return(self._report_eval)
+        eval_ = self._report_eval
+        version_now = int(self.policy_version.numpy())
+        span = log_.window_policy_versions(eval_)
+        if span is not None:  # keep snapshots that reach back over about two windows
+            self.history.set_span(version_now - span[0])
+        mean = log_.window_return(eval_)
         if mean <= self.best.value or self._best_confirmed:
             return
+        wanted = log_.window_policy_version(eval_)
+        version, weights = self.history.nearest(version_now if wanted is None else wanted)
         with self._lock:
-            self.env_frames_var.assign(self.env_frames)
             frames = self.env_frames
-        path = self.best.maybe_save(mean, int(self.policy_version.numpy()), log_.window_end_frames(self._report_eval),
-                                    log_.window, self._report_eval, saved_at_frames=frames)
+        path = self.best.maybe_save(mean, version, log_.window_end_frames(eval_), log_.window, eval_,
+                                    saved_at_frames=frames, weights=weights, window_versions=span)
         if path:
-            log.info("new best checkpoint %s: mean return %.2f over %d episodes", path, mean, log_.window)
+            log.info("new best checkpoint %s: mean return %.2f over %d episodes (policy version %d)", path, mean,
+                     log_.window, version)
 
     # -- main loop -------------------------------------------------------------------------------------------
     def start(self) -> int:
@@ -551,11 +591,12 @@ class Learner:
         """The weights that passed the greedy check (at ``frames``) become the best checkpoint, whatever window
         came before."""
         log_ = self.episode_log
-        with self._lock:
-            self.env_frames_var.assign(self.env_frames)
+        # Training is paused: the live weights are those of ``version``, the ones the greedy check played.
+        weights = [np.array(v.numpy(), copy=True) for v in self.history.variables]
         self.best.save(log_.window_return(self._report_eval), version, log_.window_end_frames(self._report_eval),
                        log_.window, self._report_eval, saved_at_frames=frames,
-                       greedy=(greedy_mean, episodes))
+                       greedy=(greedy_mean, episodes), weights=weights,
+                       window_versions=log_.window_policy_versions(self._report_eval))
         self._best_confirmed = True
 
     def _drain_episodes(self) -> bool:
@@ -652,7 +693,8 @@ class Learner:
             if png:
                 self.tracker.image("learning_curve", png)
             self.tracker.finish()
-        print(f"seed_rl learner: {self._summary_line(finished)}", flush=True)
+        if not (finished and self.closing_line_follows):
+            print(f"seed_rl learner: {self._summary_line(finished)}", flush=True)
 
     def _summary_line(self, finished: bool) -> str:
         """One closing line: how the run ended, its frames and time, the last window and the best one."""

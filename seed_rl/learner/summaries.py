@@ -18,7 +18,9 @@ from tensorflow.core.framework import summary_pb2
 
 EPISODES_CSV = "episodes.csv"
 CSV_FIELDS = ("env_frames", "episode_return", "raw_return", "episode_frames", "episode_steps", "env_id",
-              "wall_time", "eval")
+              "wall_time", "eval", "first_policy_version", "last_policy_version")
+"""The columns of ``episodes.csv``. The two policy versions came later: a file written before them keeps its own
+header, and its episodes read back with -1 (unknown) for both."""
 
 
 class Episode(NamedTuple):
@@ -32,6 +34,18 @@ class Episode(NamedTuple):
     wall_time: float
     eval: bool = False
     """Played by an evaluation env (the highest env ids, which act with the agent's evaluation policy)."""
+    first_policy_version: int = -1
+    """The learner's policy version (train steps) when the episode began; -1: unknown (an older file)."""
+    last_policy_version: int = -1
+    """The policy version when it ended. The actions between came from the versions in between."""
+
+    @property
+    def policy_version(self) -> float:
+        """The version in the middle of the episode: the one that stands for the policies that played it (-1:
+        unknown)."""
+        if self.first_policy_version < 0 or self.last_policy_version < 0:
+            return -1.0
+        return (self.first_policy_version + self.last_policy_version) / 2
 
 
 class MetricAccumulator:
@@ -62,12 +76,16 @@ class EpisodeLog:
         self.path = os.path.join(logdir, EPISODES_CSV)
         self.window = window
         new = not os.path.exists(self.path) or os.path.getsize(self.path) == 0
+        self._fields = CSV_FIELDS if new else _header(self.path)
+        """The file's columns: a file begun before the policy versions were recorded goes on without them."""
         self._file = open(self.path, "a", newline="")
         self._writer = csv.writer(self._file)
         if new:
             self._writer.writerow(CSV_FIELDS)
         self.recent: collections.deque = collections.deque(maxlen=window)
         self.recent_eval: collections.deque = collections.deque(maxlen=window)
+        self._recent_versions = {False: collections.deque(maxlen=window), True: collections.deque(maxlen=window)}
+        """The policy version of each episode of the windows (``Episode.policy_version``; -1: unknown)."""
         self.non_finite = 0
         """Episodes whose return was not finite: in the file, left out of the means, the peak and the target."""
         self._end_frames = {False: 0, True: 0}
@@ -75,22 +93,26 @@ class EpisodeLog:
         self.total = len(previous)  # a resumed run counts on from the episodes it has
         for ep in previous:
             if math.isfinite(ep.episode_return):
-                (self.recent_eval if ep.eval else self.recent).append(ep.episode_return)
-                self._end_frames[ep.eval] = ep.env_frames
+                self._add_to_window(ep)
+
+    def _add_to_window(self, ep: Episode) -> None:
+        (self.recent_eval if ep.eval else self.recent).append(ep.episode_return)
+        self._recent_versions[ep.eval].append(ep.policy_version)
+        self._end_frames[ep.eval] = ep.env_frames
 
     def write(self, episodes: Iterable[Episode]) -> None:
         for ep in episodes:
-            self._writer.writerow([ep.env_frames, f"{ep.episode_return:.6g}", f"{ep.raw_return:.6g}",
-                                   ep.episode_frames, ep.episode_steps, ep.env_id, f"{ep.wall_time:.3f}",
-                                   int(ep.eval)])
+            row = [ep.env_frames, f"{ep.episode_return:.6g}", f"{ep.raw_return:.6g}", ep.episode_frames,
+                   ep.episode_steps, ep.env_id, f"{ep.wall_time:.3f}", int(ep.eval), ep.first_policy_version,
+                   ep.last_policy_version]
+            self._writer.writerow(row[:len(self._fields)])
             self.total += 1
             if not math.isfinite(ep.episode_return):
                 # One actor's extreme rewards (below the learner's --max_abs_reward, or with it off) must not
                 # decide the run's mean return, its target or its best checkpoint: the row stays in the file.
                 self.non_finite += 1
                 continue
-            (self.recent_eval if ep.eval else self.recent).append(ep.episode_return)
-            self._end_frames[ep.eval] = ep.env_frames
+            self._add_to_window(ep)
         self._file.flush()
 
     def window_return(self, eval: bool = False) -> float:  # noqa: A002
@@ -99,6 +121,22 @@ class EpisodeLog:
         between two checks is the maximum of hundreds of noisy means and sits far above what the policy plays."""
         recent = self.recent_eval if eval else self.recent
         return float(np.mean(recent)) if len(recent) == recent.maxlen else float("-inf")
+
+    def window_policy_version(self, eval: bool = False) -> Optional[float]:  # noqa: A002
+        """The policy version that stands for the current window: the median over its episodes of each one's
+        middle version (``Episode.policy_version``), or None when a version is unknown (episodes of an older
+        file) or the window is not full."""
+        versions = self._recent_versions[eval]
+        if len(versions) < self.window or min(versions) < 0:
+            return None
+        return float(np.median(versions))
+
+    def window_policy_versions(self, eval: bool = False) -> Optional[tuple[int, int]]:  # noqa: A002
+        """The lowest and highest middle version of the current window's episodes (None as above)."""
+        versions = self._recent_versions[eval]
+        if len(versions) < self.window or min(versions) < 0:
+            return None
+        return int(min(versions)), int(math.ceil(max(versions)))
 
     def window_end_frames(self, eval: bool = False) -> int:  # noqa: A002
         """The env frames when the last episode of the current window ended."""
@@ -135,8 +173,15 @@ def read_episodes(path: str) -> List[Episode]:
         rows = list(csv.DictReader(f))
     return [Episode(int(r["env_frames"]), float(r["episode_return"]), float(r["raw_return"]),
                     int(r["episode_frames"]), int(r["episode_steps"]), int(r["env_id"]), float(r["wall_time"]),
-                    bool(int(r.get("eval") or 0)))
+                    bool(int(r.get("eval") or 0)), int(r.get("first_policy_version") or -1),
+                    int(r.get("last_policy_version") or -1))
             for r in rows]
+
+
+def _header(path: str) -> tuple:
+    """The column names of the CSV file at ``path`` (its first row)."""
+    with open(path, newline="") as f:
+        return tuple(next(csv.reader(f), ()))
 
 
 def rolling_windows(episodes: Sequence[Episode], window: int = 20) -> tuple[np.ndarray, np.ndarray]:

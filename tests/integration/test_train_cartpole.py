@@ -73,5 +73,9 @@ def test_a_finished_run_leaves_what_the_readme_promises():
         doc = f.read()
     written = events.Tags()["scalars"]
     assert len(written) > 30 and not [tag for tag in written if f"`{tag}`" not in doc], written
-    assert re.search(r"seed_rl learner: finished after [\d,]+ env frames in [\d.]+ min \([\d,]+ episodes\); mean "
-                     r"return of the last 20 episodes: [\d.]+; best window [\d.]+ at [\d,]+ frames", proc.output())
+    # The closing line, once, last: the learner leaves its own out when the launcher's follows the greedy evaluation.
+    closing = [line for line in proc.output().splitlines() if "finished after" in line]
+    assert len(closing) == 1 and closing[0] == proc.output().strip().splitlines()[-1], closing
+    assert re.match(r"seed_rl: finished after [\d,]+ env frames in [\d.]+ min \([\d,]+ episodes\); mean "
+                    r"return of the last 20 episodes: [\d.]+; best window [\d.]+ at [\d,]+ frames.*; greedy "
+                    r"evaluation: best checkpoint", closing[0]), closing
