@@ -294,7 +294,7 @@ def _refuse_before_start(command: str, fv: flags.FlagValues, config: Config) -> 
       ValueError: one line saying which (a finished run: how to extend its budget).
     """
     from seed_rl.learner.resume import RunFinishedError, resume_changes
-    from seed_rl.transport.server import refuse_busy_port
+    from seed_rl.transport.grpc_serving import refuse_busy_port
 
     try:  # checks the directory first; changes that do not block (a larger budget) are the learner's to record
         resume_changes(config.run.tracking.logdir, config.to_json())

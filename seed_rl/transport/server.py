@@ -41,7 +41,6 @@ from seed_rl.transport.batcher import DynamicBatcher, Handler
 from seed_rl.transport.grpc_serving import (
     ServerSettings,
     receive_window_bytes,
-    refuse_busy_port,  # the learner (seed_rl/learner/learner.py) probes its port with it from here
     with_option,
 )
 from seed_rl.transport.local import local_stream_supported
@@ -67,7 +66,6 @@ __all__ = [
     "Carrier",
     "InferenceServer",
     "RunningCarrier",
-    "refuse_busy_port",
     "validate_step_batch",
 ]
 
