@@ -680,6 +680,43 @@ def curves_table_short() -> str:
     return _table(["run", "length", "score at the end", "file"], rows, "llrl")
 
 
+QUICK_START_PONG = "atari_Pong_vtrace_seeds.json"
+"""The runs behind the README quick start's Pong task (its preset, several seeds)."""
+
+
+def quick_start_pong() -> str:
+    """The quick start's Pong task in numbers: how long its seeds ran here and when they left random play and
+    reached +18, from ``QUICK_START_PONG``."""
+    result = _load_json(QUICK_START_PONG)
+    if result is None:
+        return f"Not measured yet (`{QUICK_START_PONG}`)."
+    data = result["data"]
+    across = data["across_seeds"]
+    n = across["env_frames"]["seeds"]
+
+    def span(figure: dict, fmt: Callable[[float], str]) -> str:
+        low, high = fmt(figure["min"]), fmt(figure["max"])
+        return low if low == high else f"{low}-{high}"
+
+    def hours(x: float) -> str:
+        return f"{x:.2f}"
+
+    def level(name: str, words: str) -> str:
+        got = across["levels"].get(name)
+        if not got or not got["reached"]:
+            return f"none {words}"
+        frames, hrs = got["frames"], got["hours"]
+        if got["reached"] == 1:
+            where = f"{_frames(frames['min'])} frames, {hours(hrs['min'])} h"
+        else:
+            where = f"{span(frames, _frames)} frames, {span(hrs, hours)} h"
+        return f"{got['reached']} of {got['seeds']} {words} ({where})"
+
+    return (f"Here (2 CPU cores) its {n} seeds ran {_frames(across['env_frames']['median'])} frames in "
+            f"{span(across['training_hours'], hours)} h each: {level('0', 'left random play')}, "
+            f"{level('18', 'reached +18')} (windows of {data['window']} episodes; `{QUICK_START_PONG}`).")
+
+
 def readme_results() -> str:
     return (
         "Every agent on its small task, 5 seeds each: the default suite's learning test's threshold, the frames "
@@ -734,6 +771,7 @@ class Block:
 
 
 BLOCKS = (
+    Block("README.md", "pong", quick_start_pong),
     Block("README.md", "results", readme_results),
     Block("benchmarks/RESULTS.md", "summary", results_summary, section=True),
     Block("docs/agents.md", "agents", agents_table),

@@ -79,11 +79,14 @@ def test_quick_start_comes_first_with_its_three_tasks():
     assert "## What does not work" in text
 
 
-def test_quick_start_points_to_the_generated_results_for_its_figures():
-    """The quick start quotes no figure of its own; its Pong preset's seeds are in the generated Results block
-    (tests/test_results_docs.py checks that block against benchmarks/results/)."""
+def test_quick_start_quotes_its_figures_from_generated_blocks():
+    """The quick start quotes no figure of its own: how long its Pong preset's seeds took here is a generated block
+    (benchmarks/render_results.py, from the file it names), as the Results block is (tests/test_results_docs.py
+    checks both against benchmarks/results/)."""
     quick = _section(_text(README), "Quick start")
-    assert "(#results)" in quick and "atari_Pong_vtrace_seeds.json" in _section(_text(README), "Results")
+    block = quick[quick.index("<!-- BEGIN generated:pong -->"):quick.index("<!-- END generated:pong -->")]
+    assert "atari_Pong_vtrace_seeds.json" in block and "reached +18" in block, block
+    assert "atari_Pong_vtrace_seeds.json" in _section(_text(README), "Results")
 
 
 def _markdown_files():
