@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable, Mapping, NamedTuple, Optional, Protocol, Union, runtime_checkable
+from typing import Any, Callable, Mapping, NamedTuple, Optional, Protocol, Union
 
 import numpy as np
 
@@ -279,10 +279,11 @@ class UpdateSchedule:
     original's ``batch_mode=repeat``; True: a fresh permutation per epoch (its ``shuffle``)."""
     split: str = "none"
     """``none``: minibatches of whole sequences, each trained by the agent's ``loss``. Otherwise minibatches of
-    single transitions (a :class:`TransitionAgent`): the agent's ``prepare_transitions`` runs over the whole batch
-    once per training step (``once``, the original's ``batch_mode=split``) or at the start of every epoch
-    (``every_epoch``, its ``split_with_advantage_recomputation``), and its ``transition_loss`` trains minibatches
-    of the batch's ``T * B`` transitions, freshly shuffled every epoch."""
+    single transitions (an agent that declares ``trains_transitions``): the agent's ``prepare_transitions`` runs
+    over the whole batch once per training step (``once``, the original's ``batch_mode=split``) or at the start of
+    every epoch (``every_epoch``, its ``split_with_advantage_recomputation``), and its ``transition_loss`` trains
+    minibatches of the batch's ``T * B`` transitions, freshly shuffled every epoch. The learner reads the mode
+    through :attr:`splits_transitions` and :attr:`prepares_every_epoch`."""
 
     def __post_init__(self) -> None:
         if self.epochs < 1 or self.minibatches < 1:
@@ -300,6 +301,24 @@ class UpdateSchedule:
     def splits_transitions(self) -> bool:
         """Whether the minibatches hold single transitions (``split`` is not ``none``) rather than sequences."""
         return self.split != "none"
+
+    @property
+    def prepares_every_epoch(self) -> bool:
+        """Whether a split schedule's ``prepare_transitions`` runs at the start of every epoch (``every_epoch``)
+        rather than once per training step (``once``)."""
+        return self.split == "every_epoch"
+
+    @property
+    def units(self) -> str:
+        """What the minibatches hold, in words: ``transitions`` or ``sequences``."""
+        return "transitions" if self.splits_transitions else "sequences"
+
+    def check_minibatches(self, count: int) -> None:
+        """Refuses a batch of ``count`` units (:attr:`units`) that does not split into ``minibatches`` equal
+        minibatches."""
+        if count % self.minibatches:
+            raise ValueError(f"a batch of {count} {self.units} does not split into {self.minibatches} equal "
+                             "minibatches")
 
 
 class LossResult(NamedTuple):
@@ -337,6 +356,12 @@ class Agent(Protocol):
     def num_overlapping_steps(self) -> int:
         """Extra steps shared by consecutive unrolls beyond the usual one (R2D2's burn-in)."""
 
+    @property
+    def trains_transitions(self) -> bool:
+        """Whether the agent trains single transitions (it has :class:`TransitionAgent`'s ``prepare_transitions``
+        and ``transition_loss``), which a ``schedule`` that splits transitions needs. False for an agent that trains
+        whole sequences only (recurrent ones, replay); the trainer reads it only for a split schedule."""
+
     def initial_state(self, batch_size: int) -> Any:
         """The recurrent state of ``batch_size`` fresh envs (a nest of ``[B, ...]`` tensors; ``()`` if none)."""
 
@@ -373,12 +398,12 @@ class Agent(Protocol):
         """The Keras optimizer with the agent's learning-rate schedule over ``total_updates`` optimizer updates."""
 
 
-@runtime_checkable
 class TransitionAgent(Protocol):
-    """What an agent whose ``schedule.split`` is not ``none`` adds to :class:`Agent`: training on minibatches of
-    single transitions with per-step quantities (advantages, value targets) computed over the whole batch first.
-    Only feed-forward agents can: a transition carries no recurrent state. The trainer refuses a split schedule of
-    an agent without these methods."""
+    """What an agent that declares ``trains_transitions`` adds to :class:`Agent`, for a schedule that splits
+    transitions (``schedule.split`` not ``none``): training on minibatches of single transitions with per-step
+    quantities (advantages, value targets) computed over the whole batch first. Only feed-forward agents can: a
+    transition carries no recurrent state. The trainer refuses a split schedule of an agent that does not declare
+    ``trains_transitions``."""
 
     def prepare_transitions(self, unroll: Unroll) -> Any:
         """Per-transition data of a time-major batch ``[T + 1, B]``: a nest of ``[T, B, ...]`` tensors, one entry

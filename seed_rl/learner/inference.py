@@ -304,26 +304,9 @@ class InferenceStep(tf.Module):
         ok = finite if in_spec is None else finite & in_spec
         refused = tf.where(finite, tf.where(ok, ACTED, ACTION_OUT_OF_SPEC), NON_FINITE_OUTPUT)
 
-        # 3. Episode statistics of the rows acted on: this step's reward closes the running episode; a finished
-        # episode starts again from zero; then every row counts its frames and one step. A truncated episode was
-        # reported with one extra step (the terminal observation, see agents/vtrace/loss.py), which is not
-        # counted as a frame.
-        repeats = tf.cast(self.num_action_repeats, tf.int64)
-        abandoned = tf.cast(env_outputs.abandoned, tf.bool) & tf.cast(env_outputs.done, tf.bool)
-        zeros = EpisodeStats(tf.zeros([n], tf.int64), tf.zeros([n], tf.int32), tf.zeros([n]), tf.zeros([n]))
-        stored_stats = self.episode_stats.read(env_ids)
-        stats = _where_rows(reset, zeros, stored_stats)
-        stats = stats._replace(episode_return=stats.episode_return + env_outputs.reward,
-                               raw_return=stats.raw_return + raw_rewards)
-        done = tf.cast(env_outputs.done, tf.bool) & ~reset & ok
-        finished_ids = tf.boolean_mask(env_ids, done)
-        finished = tf.nest.map_structure(lambda t: tf.boolean_mask(t, done), stats)
-        fake = tf.cast(tf.boolean_mask(abandoned, done), tf.int64)
-        finished = finished._replace(frames=finished.frames - fake * repeats,
-                                     steps=finished.steps - tf.cast(fake, tf.int32))
-        new_stats = _where_rows(done, zeros, stats)
-        new_stats = new_stats._replace(frames=new_stats.frames + repeats, steps=new_stats.steps + 1)
-        frames = tf.reduce_sum(tf.cast(ok & ~abandoned, tf.int64)) * repeats
+        # 3. Episode statistics of the rows acted on.
+        stored_stats, new_stats, finished_ids, finished, frames = self._episode_statistics(
+            n, env_ids, env_outputs, raw_rewards, reset, ok)
 
         # 4. Write: reset the new runs, account the episodes, append the training envs' rows to their unrolls,
         # keep the new states and actions; a refused row writes back what was read.
@@ -346,3 +329,30 @@ class InferenceStep(tf.Module):
             actions=agent_outputs.action, completed_env_ids=completed_ids, unrolls=unrolls,
             finished_env_ids=finished_ids, finished=finished, reset_env_ids=reset_ids, frames=frames,
             refused=refused)
+
+    def _episode_statistics(self, n, env_ids, env_outputs: EnvOutput, raw_rewards, reset, ok) -> tuple:
+        """The step's episode statistics, read and computed, nothing written: ``(stored, new, finished_ids,
+        finished, frames)``, the rows' statistics as read and after this step, the ids and statistics of the
+        episodes this step finished, and the frames it acted.
+
+        For the rows acted on (``ok``): this step's reward closes the running episode (a new run, ``reset``, starts
+        from zero); a finished episode starts again from zero; then every row counts its frames and one step. A
+        truncated episode was reported with one extra step (the terminal observation, see agents/vtrace/loss.py),
+        which is not counted as a frame."""
+        repeats = tf.cast(self.num_action_repeats, tf.int64)
+        abandoned = tf.cast(env_outputs.abandoned, tf.bool) & tf.cast(env_outputs.done, tf.bool)
+        zeros = EpisodeStats(tf.zeros([n], tf.int64), tf.zeros([n], tf.int32), tf.zeros([n]), tf.zeros([n]))
+        stored_stats = self.episode_stats.read(env_ids)
+        stats = _where_rows(reset, zeros, stored_stats)
+        stats = stats._replace(episode_return=stats.episode_return + env_outputs.reward,
+                               raw_return=stats.raw_return + raw_rewards)
+        done = tf.cast(env_outputs.done, tf.bool) & ~reset & ok
+        finished_ids = tf.boolean_mask(env_ids, done)
+        finished = tf.nest.map_structure(lambda t: tf.boolean_mask(t, done), stats)
+        fake = tf.cast(tf.boolean_mask(abandoned, done), tf.int64)
+        finished = finished._replace(frames=finished.frames - fake * repeats,
+                                     steps=finished.steps - tf.cast(fake, tf.int32))
+        new_stats = _where_rows(done, zeros, stats)
+        new_stats = new_stats._replace(frames=new_stats.frames + repeats, steps=new_stats.steps + 1)
+        frames = tf.reduce_sum(tf.cast(ok & ~abandoned, tf.int64)) * repeats
+        return stored_stats, new_stats, finished_ids, finished, frames

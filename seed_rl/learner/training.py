@@ -14,7 +14,7 @@ import tensorflow as tf
 from seed_rl.learner import fast_call as fast_call_lib
 from seed_rl.learner.loss_scale import DynamicLossScale
 from seed_rl.ops.unrolls import time_major
-from seed_rl.types import Agent, TransitionAgent, UpdateSchedule
+from seed_rl.types import Agent, UpdateSchedule
 
 if TYPE_CHECKING:
     from seed_rl.learner.devices import DeviceLayer
@@ -110,10 +110,12 @@ class Trainer:
     update number ``k`` (counted over the run: ``policy_version * updates_per_batch + i + 1``) the agent's
     ``update_targets(k)`` runs inside the compiled update.
 
-    A split schedule (``schedule.split`` ``once`` or ``every_epoch``, a :class:`~seed_rl.types.TransitionAgent`)
-    trains single transitions instead: the agent's ``prepare_transitions`` runs over the whole batch (once, or at
-    the start of every epoch), its ``[T, B]`` leading axes are flattened to ``T * B`` transitions, and every epoch
-    draws a fresh permutation of them into ``schedule.minibatches`` minibatches for ``transition_loss``.
+    A schedule that splits transitions (``schedule.splits_transitions``; the agent declares ``trains_transitions``)
+    trains single transitions instead, in the same loop with transitions as its units: the agent's
+    ``prepare_transitions`` runs over the whole batch (once, or at the start of every epoch when
+    ``schedule.prepares_every_epoch``), its ``[T, B]`` leading axes are flattened to ``T * B`` transitions, and
+    every epoch draws a fresh permutation of them into ``schedule.minibatches`` minibatches for ``transition_loss``.
+    A schedule of one update of sequences trains the batch as it came (no permutation, no copy).
 
     Metrics: the agent's, averaged over the batch's updates, plus ``learner/grad_norm`` (mean),
     ``learner/policy_lag`` (train steps between the acting weights and the weights before this batch) and
@@ -141,9 +143,10 @@ class Trainer:
         self.devices = devices
         self._split = self.schedule.splits_transitions
         if self._split:
-            if not isinstance(agent, TransitionAgent):
+            if not agent.trains_transitions:
                 raise ValueError(f"the schedule trains single transitions (split={self.schedule.split}) but the agent "
-                                 f"{type(agent).__name__} has no prepare_transitions / transition_loss")
+                                 f"{type(agent).__name__} does not (trains_transitions is false: no "
+                                 "prepare_transitions / transition_loss)")
             if agent.feed.replays:
                 raise ValueError("a split schedule is for queue-fed (on-policy) agents, not replay")
         jit = bool(devices is not None and devices.jit_compile)
@@ -172,65 +175,59 @@ class Trainer:
         return float(lr.numpy() if hasattr(lr, "numpy") else lr)
 
     def step(self, batch, weights=None) -> TrainStepResult:
-        """One training step on a batch-major batch [B, T + 1, ...] (numpy or tensors); ``weights`` [B] or None."""
-        if self._split:
-            return self._split_step(batch)
-        updates = self.schedule.updates_per_batch
+        """One training step on a batch-major batch [B, T + 1, ...] (numpy or tensors); ``weights`` [B] or None:
+        ``schedule.epochs`` passes over the batch's units (its sequences, or a split schedule's transitions), each
+        in ``schedule.minibatches`` minibatches of them (the class docstring)."""
+        schedule = self.schedule
         version = int(self.policy_version.numpy())
-        first_update = version * updates
-        if updates == 1:
-            metrics, new = self._call(batch, weights, first_update + 1)
-            self.policy_version.assign_add(1)
-            return TrainStepResult(dict(metrics), None if new is None else np.asarray(new))
-        size = int(tf.nest.flatten(batch)[0].shape[0])
-        minibatches = self.schedule.minibatches
-        if size % minibatches:
-            raise ValueError(f"a batch of {size} sequences does not split into {minibatches} equal minibatches")
-        batch = tf.nest.map_structure(np.asarray, batch)
-        weights = None if weights is None else np.asarray(weights)
+        update = version * schedule.updates_per_batch
+        # One update of sequences trains the batch as it came, in its order (no copy); else it is cut into rows.
+        whole = schedule.updates_per_batch == 1 and not self._split
+        if not whole:
+            batch = tf.nest.map_structure(np.asarray, batch)
+            weights = None if weights is None else np.asarray(weights)
+        count = self._units(batch)
+        schedule.check_minibatches(count)
         rng = np.random.default_rng((self.seed, version))
         collected: List[Dict[str, Any]] = []
         priorities: Optional[np.ndarray] = None
-        k = first_update
-        for _ in range(self.schedule.epochs):
-            order = rng.permutation(size) if self.schedule.shuffle else np.arange(size)
-            for part in np.split(order, minibatches):
-                k += 1
-                mini = tf.nest.map_structure(lambda x, idx=part: x[idx], batch)
-                mini_weights = None if weights is None else weights[part]
-                metrics, new = self._call(mini, mini_weights, k)
+        units = None
+        for _ in range(schedule.epochs):
+            if units is None or schedule.prepares_every_epoch:
+                units = self._prepare_units(batch, weights, count)
+            for part in [None] if whole else self._minibatches(rng, count):
+                update += 1
+                inputs, mini_weights = units if part is None else _take(units, part)
+                metrics, new = self._call(inputs, mini_weights, update)
                 collected.append(metrics)
-                if new is not None:
-                    if priorities is None:
-                        priorities = np.zeros([size], np.float64)
-                    priorities[part] = np.asarray(new)
+                if new is not None and not self._split:  # transitions (a queue feed's) have none to write back
+                    priorities = _place(priorities, part, new, count)
         self.policy_version.assign_add(1)
         return TrainStepResult(_combine(collected), priorities)
 
-    def _split_step(self, batch) -> TrainStepResult:
-        """A training step of a split schedule: minibatches of the batch's transitions (the class docstring)."""
-        version = int(self.policy_version.numpy())
-        k = version * self.schedule.updates_per_batch
-        batch = tf.nest.map_structure(np.asarray, batch)
-        versions = np.asarray(batch.policy_version)[:, :-1].T.reshape(-1)  # [T * B], the transitions' order
-        count, minibatches = versions.size, self.schedule.minibatches
-        if count % minibatches:
-            raise ValueError(f"a batch of {count} transitions does not split into {minibatches} equal minibatches")
-        rng = np.random.default_rng((self.seed, version))
-        collected: List[Dict[str, Any]] = []
-        transitions = None
-        for _ in range(self.schedule.epochs):
-            if transitions is None or self.schedule.split == "every_epoch":
-                prepared = self._prepare(batch)
-                transitions = tf.nest.map_structure(
-                    lambda t: np.asarray(t).reshape((count, *t.shape[2:])), prepared)
-            for part in np.split(rng.permutation(count), minibatches):
-                k += 1
-                mini = (tf.nest.map_structure(lambda x, idx=part: x[idx], transitions), versions[part])
-                metrics, _ = self._call(mini, None, k)
-                collected.append(metrics)
-        self.policy_version.assign_add(1)
-        return TrainStepResult(_combine(collected), None)
+    def _units(self, batch) -> int:
+        """How many units the batch holds: its sequences, or a split schedule's ``T * B`` transitions."""
+        if self._split:
+            size, length = np.shape(batch.policy_version)  # [B, T + 1]
+            return size * (length - 1)
+        return int(tf.nest.flatten(batch)[0].shape[0])
+
+    def _minibatches(self, rng: np.random.Generator, count: int) -> List[np.ndarray]:
+        """One epoch's minibatches of unit indices: a fresh permutation of the ``count`` units (the same units in
+        batch order when the schedule does not shuffle) cut into ``schedule.minibatches`` equal parts."""
+        order = rng.permutation(count) if self.schedule.shuffle else np.arange(count)
+        return np.split(order, self.schedule.minibatches)
+
+    def _prepare_units(self, batch, weights, count: int) -> tuple:
+        """``(inputs, weights)`` of the whole batch, unit by unit along the leading axis: the batch and its
+        weights, or a split schedule's ``((transitions, versions [N]), None)`` from the agent's
+        ``prepare_transitions``, the transitions in ``[T, B]`` order (``N = T * B``)."""
+        if not self._split:
+            return batch, weights
+        versions = np.asarray(batch.policy_version)[:, :-1].T.reshape(-1)
+        prepared = self._prepare(batch)
+        transitions = tf.nest.map_structure(lambda t: np.asarray(t).reshape((count, *t.shape[2:])), prepared)
+        return (transitions, versions), None
 
     def _prepare_transitions(self, batch):
         return self.agent.prepare_transitions(time_major(batch))  # type: ignore[attr-defined]
@@ -310,10 +307,7 @@ class Trainer:
         finite = _finite(result.loss, norm)
         self._apply_if(finite, lambda: self.optimizer.apply_gradients(zip(grads, [v for _, v in present])))
         metrics.update(self._guard_metrics(finite, norm))
-        version = tf.cast(self.policy_version, tf.float32)
-        metrics["learner/policy_lag"] = version - tf.reduce_mean(tf.cast(data_versions, tf.float32))
-        metrics["learner/target_updated"] = tf.cast(self.agent.update_targets(update), tf.float32)
-        metrics["learning_rate"] = self._current_learning_rate()
+        metrics.update(self._after_update(update, self._policy_lag(data_versions)))
         if result.priorities is None:  # a flat call returns tensors only
             return {"metrics": metrics}
         return {"metrics": metrics, "priorities": result.priorities}
@@ -338,11 +332,20 @@ class Trainer:
             metrics.update(self.loss_scale.finish(finite))
         return metrics
 
-    def _current_learning_rate(self):
-        """The optimizer's learning rate after this update (a schedule's value at its new iteration count), as a
-        float32 tensor of the compiled update: computing it outside, eagerly, cost more than a small network's
-        update."""
-        return tf.cast(tf.convert_to_tensor(self.optimizer.learning_rate), tf.float32)
+    def _policy_lag(self, data_versions):
+        """Train steps between the weights before this batch and those that acted its data (versions [N]), on
+        average: a float32 scalar."""
+        return tf.cast(self.policy_version, tf.float32) - tf.reduce_mean(tf.cast(data_versions, tf.float32))
+
+    def _after_update(self, update, policy_lag) -> Dict[str, Any]:
+        """The trainer's own metrics of an update once it was applied or skipped, the same in every strategy:
+        ``learner/policy_lag`` (``_policy_lag`` of the update's data), ``learner/target_updated`` (the agent's
+        target hook, run here for optimizer update number ``update``) and ``learning_rate``, the optimizer's after
+        this update (a schedule's value at its new iteration count), a float32 tensor of the compiled update:
+        computing it outside, eagerly, cost more than a small network's update."""
+        return {"learner/policy_lag": policy_lag,
+                "learner/target_updated": tf.cast(self.agent.update_targets(update), tf.float32),
+                "learning_rate": tf.cast(tf.convert_to_tensor(self.optimizer.learning_rate), tf.float32)}
 
     def _distributed_update(self, batch, weights, update):
         """``_update`` under a multi-replica strategy: ``batch`` and ``weights`` are per-replica slices.
@@ -381,24 +384,21 @@ class Trainer:
                                              [tf.cast(result.loss, tf.float32) / replicas, *[g for g, _ in present]])
             if self.loss_scale is not None:
                 mean = self.loss_scale.unscale(mean)
-            metrics = dict(result.metrics)
-            version = tf.cast(self.policy_version, tf.float32)
-            metrics["learner/policy_lag"] = version - tf.reduce_mean(tf.cast(data_versions, tf.float32))
             present_variables[:] = [v for _, v in present]
             norm = tf.linalg.global_norm(mean)
-            return metrics, result.priorities, [g / replicas for g in self._clip(mean)], _finite(loss, norm), norm
+            return (dict(result.metrics), result.priorities, [g / replicas for g in self._clip(mean)],
+                    _finite(loss, norm), norm, self._policy_lag(data_versions))
 
-        metrics, priorities, applied, finite, norm = devices.run(replica_step, (batch, weights))
+        metrics, priorities, applied, finite, norm, lag = devices.run(replica_step, (batch, weights))
         finite = devices.local_results(finite)[0]  # the same on every replica: decided from all-reduced values
         norm = devices.local_results(norm)[0]
         self._apply_if(finite, lambda: devices.run(
             lambda grads: self.optimizer.apply_gradients(list(zip(grads, present_variables))), (applied,)))
         metrics = {name: devices.reduce(name, value) for name, value in metrics.items()}
         metrics.update(self._guard_metrics(finite, norm))
-        metrics["learning_rate"] = self._current_learning_rate()
+        metrics.update(self._after_update(update, devices.reduce("learner/policy_lag", lag)))  # the replicas' mean
         if priorities is not None:
             priorities = tf.concat(devices.local_results(priorities), axis=0)
-        metrics["learner/target_updated"] = tf.cast(self.agent.update_targets(update), tf.float32)
         return metrics, priorities
 
 
@@ -430,9 +430,28 @@ def _metrics_and_priorities(out: Dict[str, Any]) -> tuple:
     return out["metrics"], out.get("priorities")
 
 
+def _take(units: tuple, part: np.ndarray) -> tuple:
+    """The minibatch of rows ``part`` of a batch's ``(inputs, weights)`` (``Trainer._prepare_units``)."""
+    inputs, weights = units
+    return tf.nest.map_structure(lambda x: x[part], inputs), None if weights is None else weights[part]
+
+
+def _place(priorities: Optional[np.ndarray], part: Optional[np.ndarray], new, count: int) -> np.ndarray:
+    """The batch's priorities with a minibatch's ``new`` ones at its rows ``part`` (None: the whole batch, in
+    order, whose priorities are ``new`` as they are)."""
+    if part is None:
+        return np.asarray(new)
+    if priorities is None:
+        priorities = np.zeros([count], np.float64)
+    priorities[part] = np.asarray(new)
+    return priorities
+
+
 def _combine(collected: List[Dict[str, Any]]) -> Dict[str, Any]:
     """The metrics of a batch's updates as one set: means, how many updates were skipped, and whether any update
-    changed a target."""
+    changed a target (one update's as they are)."""
+    if len(collected) == 1:
+        return dict(collected[0])
     combined = {name: tf.reduce_mean(tf.stack([m[name] for m in collected])) for name in collected[0]}
     combined["learner/skipped_updates"] = tf.reduce_sum(tf.stack([m["learner/skipped_updates"] for m in collected]))
     combined["learner/target_updated"] = tf.reduce_max(tf.stack([m["learner/target_updated"] for m in collected]))

@@ -168,6 +168,11 @@ def test_declarations(case, built):
     assert isinstance(agent.feed, (QueueFeed, ReplayFeed))
     assert isinstance(agent.schedule, UpdateSchedule)
     assert isinstance(agent.num_overlapping_steps, int) and agent.num_overlapping_steps >= 0
+    # Training single transitions is declared, and an agent that declares it has the methods a split schedule calls.
+    assert isinstance(agent.trains_transitions, bool)
+    assert agent.trains_transitions or not agent.schedule.splits_transitions
+    if agent.trains_transitions:
+        assert callable(agent.prepare_transitions) and callable(agent.transition_loss)
     trainable = {id(v) for v in agent.trainable_variables}
     assert trainable, "an agent with nothing to train"
     assert agent.policy_variables and all(isinstance(v, tf.Variable) for v in agent.policy_variables)

@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from seed_rl import agents as agents_lib
 from seed_rl.configs import get_preset
-from seed_rl.types import TransitionAgent, Unroll
+from seed_rl.types import Unroll
 from tests.agents.test_contract import SPECS, T, _random_unroll
 
 B = 3
@@ -46,7 +46,7 @@ def _no_truncations(unroll: Unroll) -> Unroll:
 ], ids=["ppo-gae", "vtrace", "nstep-clipped-huber", "awr", "ppo-continuous"])
 def test_the_transition_loss_over_a_whole_batch_is_the_unroll_loss(preset, kind, changes):
     agent = _agent(preset, kind, batch_mode="split", **changes)
-    assert isinstance(agent, TransitionAgent) and agent.schedule.split == "once"
+    assert agent.trains_transitions and agent.schedule.splits_transitions and not agent.schedule.prepares_every_epoch
     unroll = _no_truncations(_random_unroll(agent, kind, np.random.default_rng(7)))
     with tf.GradientTape() as tape:
         whole = agent.loss(unroll)
@@ -90,5 +90,8 @@ def test_popart_statistics_take_a_batch_once_per_preparation_and_observations_on
 def test_recomputation_mode_and_the_schedule():
     agent = _agent("classic_ppo", "vector", batch_mode="split_with_advantage_recomputation")
     assert agent.schedule.split == "every_epoch" and agent.schedule.shuffle
+    assert agent.schedule.prepares_every_epoch and agent.trains_transitions
+    # A recurrent network cannot train single transitions (they carry no state), and says so.
+    assert _agent("classic_ppo", "vector", lstm_size=8).trains_transitions is False
     assert _agent("classic_ppo", "vector").schedule.split == "none"  # the default stays shuffle (deviation 37)
     assert _agent("classic_ppo", "vector", batch_mode="repeat").schedule.shuffle is False

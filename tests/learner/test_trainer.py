@@ -26,6 +26,7 @@ class RecordingAgent:
 
     feed = QueueFeed()
     num_overlapping_steps = 0
+    trains_transitions = False
 
     def __init__(self, schedule: UpdateSchedule, copy_every: int = 0):
         self.schedule = schedule
@@ -80,6 +81,8 @@ def test_epochs_times_minibatches_updates_over_disjoint_minibatches():
     for epoch in (rows[:4], rows[4:]):  # each epoch sees every row exactly once, two per minibatch
         assert sorted(epoch.ravel().tolist()) == list(range(B))
     assert rows[:4].tolist() != rows[4:].tolist()  # a fresh permutation per epoch
+    rng = np.random.default_rng((5, 0))  # drawn from (seed, policy version)
+    np.testing.assert_array_equal(rows, np.concatenate([rng.permutation(B).reshape(4, 2) for _ in range(2)]))
     # Priorities come back in batch order (row i's priority is 10 * i), metrics are means over the updates.
     np.testing.assert_allclose(result.priorities, 10.0 * np.arange(B))
     assert float(result.metrics["rows/mean"]) == pytest.approx((B - 1) / 2)
@@ -109,11 +112,20 @@ def test_the_on_policy_batch_modes():
         UpdateSchedule(split="twice")
     with pytest.raises(ValueError, match="shuffles its transitions"):
         UpdateSchedule(split="once", shuffle=False)
+    # What the trainer reads of a schedule (no split string is compared in the learner).
+    assert [UpdateSchedule(split=s).prepares_every_epoch for s in ("none", "once", "every_epoch")] == [
+        False, False, True]
+    assert [UpdateSchedule(split=s).units for s in ("none", "once")] == ["sequences", "transitions"]
+    UpdateSchedule(minibatches=4).check_minibatches(8)
+    with pytest.raises(ValueError, match="a batch of 6 transitions does not split into 4 equal minibatches"):
+        UpdateSchedule(minibatches=4, split="once").check_minibatches(6)
 
 
 class SplitRecordingAgent(RecordingAgent):
-    """A TransitionAgent: ``prepare_transitions`` numbers the batch's transitions (``10 * row + step``) and counts
+    """Trains transitions: ``prepare_transitions`` numbers the batch's transitions (``10 * row + step``) and counts
     its calls; ``transition_loss`` records the transitions of every update."""
+
+    trains_transitions = True
 
     def __init__(self, schedule: UpdateSchedule):
         super().__init__(schedule)
@@ -156,11 +168,29 @@ def test_split_schedules_train_shuffled_minibatches_of_transitions(split, prepar
     # Minibatches mix transitions of different sequences: rows are not kept together.
     assert any(len({i // 10 for i in mini}) > 1 for mini in seen[:4])
     assert float(agent.w.numpy()) != w0
+    # The draw is (seed, policy version)'s, one permutation of the [T, B]-ordered transitions per epoch.
+    ids = np.array([10 * r + t for t in range(L - 1) for r in range(B)])
+    rng = np.random.default_rng((5, 0))
+    expected = np.concatenate([np.split(ids[rng.permutation(ids.size)], 4) for _ in range(3)])
+    np.testing.assert_array_equal(seen, expected)
+
+
+def test_one_update_of_transitions_still_shuffles_them():
+    """Only one update of whole sequences trains the batch as it came; transitions are shuffled even then."""
+    agent = SplitRecordingAgent(UpdateSchedule(epochs=1, minibatches=1, split="once"))
+    _trainer(agent).step(_batch())
+    ids = np.array([10 * r + t for t in range(L - 1) for r in range(B)])
+    np.testing.assert_array_equal(agent.seen.numpy()[0], ids[np.random.default_rng((5, 0)).permutation(ids.size)])
 
 
 def test_a_split_schedule_needs_a_transition_agent_and_divisible_transitions():
-    with pytest.raises(ValueError, match="split=once.*RecordingAgent has no prepare_transitions"):
+    with pytest.raises(ValueError, match="split=once.*RecordingAgent does not .trains_transitions is false"):
         _trainer(RecordingAgent(UpdateSchedule(epochs=1, minibatches=2, split="once")))
+    # The trainer goes by the declaration, not by the methods an agent happens to have.
+    undeclared = SplitRecordingAgent(UpdateSchedule(epochs=1, minibatches=2, split="once"))
+    undeclared.trains_transitions = False
+    with pytest.raises(ValueError, match="SplitRecordingAgent does not"):
+        _trainer(undeclared)
     agent = SplitRecordingAgent(UpdateSchedule(epochs=1, minibatches=5, split="once"))
     with pytest.raises(ValueError, match="16 transitions does not split into 5"):
         _trainer(agent).step(_batch())

@@ -91,6 +91,9 @@ class OnPolicyAgent:
         self.network = self._build_network()
         self.schedule = UpdateSchedule(epochs=c.epochs, minibatches=c.minibatches, shuffle=c.batch_mode != "repeat",
                                        split=_SPLITS.get(c.batch_mode, "none"))
+        # The split batch modes train single transitions (prepare_transitions, transition_loss): a feed-forward
+        # network only, since a transition carries no recurrent state.
+        self.trains_transitions = not c.lstm_size
         self.act(tf.zeros([1, *action_spec.shape], tf.as_dtype(action_spec.dtype)),
                  zeros_env_output(observation_spec, 1), self.initial_state(1))
 

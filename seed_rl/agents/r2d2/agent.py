@@ -74,6 +74,7 @@ def build_network(config: R2D2Config, observation_spec: ObservationSpec, action_
 class R2D2Agent:
     name = "r2d2"
     schedule = UpdateSchedule()  # one update per sampled batch
+    trains_transitions = False  # replayed sequences with a recurrent state
 
     def __init__(self, config: R2D2Config, observation_spec: ObservationSpec, action_spec: ArraySpec,
                  num_envs: int = 1, num_eval_envs: int = 0):

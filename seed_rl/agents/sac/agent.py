@@ -40,6 +40,7 @@ class SACAgent:
 
     schedule = UpdateSchedule()  # one update per sampled batch
     num_overlapping_steps = 0
+    trains_transitions = False  # replayed sequences
 
     def __init__(self, config: SACConfig, observation_spec: ObservationSpec, action_spec: ArraySpec,
                  num_envs: int = 1, num_eval_envs: int = 0):

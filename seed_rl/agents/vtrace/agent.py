@@ -40,6 +40,7 @@ class VTraceAgent:
     feed = QueueFeed()  # each unroll trains once (IMPALA's on-policy-ish queue, corrected by V-trace)
     schedule = UpdateSchedule()  # one update per batch
     num_overlapping_steps = 0
+    trains_transitions = False  # whole sequences only (V-trace runs over the unroll)
 
     def __init__(self, config: VTraceConfig, observation_spec: ObservationSpec, action_spec: ArraySpec,
                  num_envs: int = 1, num_eval_envs: int = 0):
