@@ -313,12 +313,13 @@ class UpdateSchedule:
         """What the minibatches hold, in words: ``transitions`` or ``sequences``."""
         return "transitions" if self.splits_transitions else "sequences"
 
-    def check_minibatches(self, count: int) -> None:
+    def check_minibatches(self, count: int, replicas: int = 1) -> None:
         """Refuses a batch of ``count`` units (:attr:`units`) that does not split into ``minibatches`` equal
-        minibatches."""
-        if count % self.minibatches:
+        minibatches (each split again over ``replicas``)."""
+        if count % (self.minibatches * replicas):
+            over = f" over {replicas} replicas" if replicas > 1 else ""
             raise ValueError(f"a batch of {count} {self.units} does not split into {self.minibatches} equal "
-                             "minibatches")
+                             f"minibatches{over}")
 
 
 class LossResult(NamedTuple):

@@ -186,7 +186,8 @@ def test_split_batch_modes_that_cannot_work_are_clear_errors(tmp_path):
                "--batch_size=3", "--unroll_length=5", "--minibatches=4", f"--logdir={tmp_path / 'a'}",
                "--server_address=127.0.0.1:0")
     assert res.returncode == 2, res.stderr[-2000:]
-    assert "15 transitions do not split into the agent's 4 minibatches" in res.stderr
+    assert "batch_size x unroll_length = 15: a batch of 15 transitions does not split into 4 equal minibatches" in (
+        res.stderr)
     res = _cli("learner", "--env=classic", "--env_name=CartPole-v1", "--agent=ppo", "--lstm_size=8",
                "--batch_mode=split_with_advantage_recomputation", f"--logdir={tmp_path / 'b'}",
                "--server_address=127.0.0.1:0")

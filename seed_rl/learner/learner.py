@@ -82,20 +82,20 @@ def total_train_steps(config: Config, agent: Agent) -> int:
 
 
 def _check_schedule(schedule, batch_size: int, unroll_length: int, devices) -> None:
-    """Refuses a batch that the agent's update schedule cannot split into its minibatches over the replicas:
-    the batch's transitions (a schedule of single transitions) or its sequences."""
-    if schedule.splits_transitions:
-        transitions = batch_size * unroll_length
-        if transitions % (schedule.minibatches * devices.num_replicas):
-            raise ValueError(
-                f"batch_size x unroll_length = {transitions} transitions do not split into the agent's "
-                f"{schedule.minibatches} minibatches over {devices.num_replicas} replica(s)")
+    """Refuses a batch that the agent's update schedule cannot split into its minibatches over the replicas (the
+    schedule's own check, `UpdateSchedule.check_minibatches`, before anything starts, naming the flags): the
+    batch's transitions (a schedule of single transitions, split over the replicas) or its sequences."""
+    transitions = schedule.splits_transitions
+    units = batch_size * unroll_length if transitions else batch_size
+    try:
+        schedule.check_minibatches(units, devices.num_replicas if transitions else 1)
+    except ValueError as e:
+        flags = f"batch_size x unroll_length = {units}" if transitions else f"batch_size={batch_size}"
+        raise ValueError(f"{flags}: {e}") from None
+    if transitions:
         devices.check_batch(batch_size)
-        return
-    if batch_size % schedule.minibatches:
-        raise ValueError(f"batch_size={batch_size} does not split into the agent's {schedule.minibatches} "
-                         "minibatches")
-    devices.check_batch(batch_size, schedule.minibatches)
+    else:
+        devices.check_batch(batch_size, schedule.minibatches)
 
 
 class Learner:
