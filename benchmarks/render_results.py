@@ -222,6 +222,10 @@ def _spread(s: dict, fmt: Callable[[float], str], none: str = "-") -> str:
     return texts[0] if s["min"] is not None and len(set(texts)) == 1 else f"{texts[0]} [{texts[1]}, {texts[2]}]"
 
 
+def _seeds(n: int) -> str:
+    return f"{n} seed{'' if n == 1 else 's'}"
+
+
 def seeds_row(entry: dict, file: str) -> List[str]:
     """The learning-curves row of a set of seeds' results file (``entry``, as ``_common.write_result`` wrote it):
     the seeds' length, their windows of 20 and, per level, how many seeds reached it and when, as median [min, max]
@@ -230,7 +234,7 @@ def seeds_row(entry: dict, file: str) -> List[str]:
     across, n = d["across_seeds"], len(d["seeds"])
     finished = sum(1 for s in d["per_seed"] if s["finished"])
     what = (f"{FAMILY_NAMES.get(d['env'], d['env'])} {d['game']}{' (' + d['tag'] + ')' if d['tag'] else ''}, "
-            f"{AGENT_NAMES.get(d['agent'], d['agent'])} `{d['preset']}`, {n} seeds ({', '.join(map(str, d['seeds']))})"
+            f"{AGENT_NAMES.get(d['agent'], d['agent'])} `{d['preset']}`, {_seeds(n)} ({', '.join(map(str, d['seeds']))})"
             + ("" if d["complete"] else f", **{finished} of {n} finished**"))
     length = (f"per seed: {_spread(across['env_frames'], _frames)} frames, "
               f"{_spread(across['training_hours'], lambda x: f'{x:.2f}')} h, "
@@ -652,16 +656,19 @@ def agents_table_short(suite: Optional[dict] = None) -> str:
 
 
 def curves_table_short() -> str:
-    """The README's table of longer runs: each set of seeds (median [min, max] across them), then each one-seed
-    curve, unless a set of the same run (env, game, agent, tag: the same file stem) went at least as far (its
-    median frames); a longer single run stays, it shows what the set's budget does not. RESULTS.md keeps all."""
+    """The README's table of longer runs: each set of seeds (median [min, max] across them) of a preset as it is
+    (a set with a ``--tag`` is a probe of other settings: RESULTS.md only), then each one-seed curve, unless a set
+    of the same run (env, game, agent, tag: the same file stem) went at least as far (its median frames); a longer
+    single run stays, it shows what the set's budget does not. RESULTS.md keeps all."""
     rows, reach = [], {}
     for file in seeds_files():
         d = _load_json(file)["data"]
+        if d["tag"]:
+            continue
         across = d["across_seeds"]
         reach[d["stem"]] = max(reach.get(d["stem"], 0), across["env_frames"]["median"] or 0)
-        what = (f"{FAMILY_NAMES.get(d['env'], d['env'])} {d['game']}{' (' + d['tag'] + ')' if d['tag'] else ''}, "
-                f"{AGENT_NAMES.get(d['agent'], d['agent'])} `{d['preset']}`, {len(d['seeds'])} seeds"
+        what = (f"{FAMILY_NAMES.get(d['env'], d['env'])} {d['game']}, "
+                f"{AGENT_NAMES.get(d['agent'], d['agent'])} `{d['preset']}`, {_seeds(len(d['seeds']))}"
                 + ("" if d["complete"] else " (not all finished)"))
         rows.append([what, f"{_frames(across['env_frames']['median'])} frames, "
                      f"{_spread(across['training_hours'], lambda x: f'{x:.2f}')} h per seed",

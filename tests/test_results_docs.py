@@ -112,6 +112,7 @@ DOC_SETTINGS: Dict[str, Dict[str, str]] = {
     # path: {reason: the figures it covers, space-separated}. Settings, hyperparameters, limits, sizes and
     # published (cited) figures; never a measurement of this code. A measured figure belongs in a results file and
     # a generated block, in a dated history block (<!-- BEGIN history --> with its date or commit), or nowhere.
+    "docs/architecture.md": {"the house rule for a learner function's length (tests/learner/test_function_length.py)": "60"},
     "docs/agents.md": {
         "the losses' constants, init gains, clipping and action bounds as the equations write them": "0.5 0.01 -10 -1",
         "network sizes: small_conv's dense layer (the MinAtar paper's), SAC's LSTM default": "128 256"},
