@@ -764,8 +764,9 @@ def results_summary() -> str:
         "last training windows of 20 episodes beside the closing greedy evaluation (10 episodes) of the best and "
         "the latest checkpoints, from `benchmarks/results/cartpole_final_eval.json`. The preset stops only when a "
         "greedy evaluation of the weights of that moment confirms its target (`--target_eval_episodes=10`, since "
-        "c6d1f78); the variant without a target, measured before, shows what the training windows alone leave at "
-        "the end of a budget.\n\n"
+        "c6d1f78); the variant without a target (`--target_return=0`, 300K frames) shows what the training windows "
+        "alone leave at the end of a budget, and whether the best checkpoint (the weights of the policy version "
+        "that played its window, since 29e892a) plays what its window reports.\n\n"
         f"{final_eval_table()}\n\n")
 
 
