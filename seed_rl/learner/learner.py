@@ -424,7 +424,10 @@ class Learner:
         if mean <= self.best.value or self._best_confirmed:
             return
         wanted = log_.window_policy_version(eval_)
-        version, weights = self.history.nearest(version_now if wanted is None else wanted)
+        found = self.history.nearest(version_now if wanted is None else wanted)
+        if found is None:  # never: the history holds the initial (or restored) weights from the start
+            return
+        version, weights = found
         with self._lock:
             frames = self.env_frames
         path = self.best.maybe_save(mean, version, log_.window_end_frames(eval_), log_.window, eval_,

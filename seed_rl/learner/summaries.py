@@ -84,7 +84,8 @@ class EpisodeLog:
             self._writer.writerow(CSV_FIELDS)
         self.recent: collections.deque = collections.deque(maxlen=window)
         self.recent_eval: collections.deque = collections.deque(maxlen=window)
-        self._recent_versions = {False: collections.deque(maxlen=window), True: collections.deque(maxlen=window)}
+        self._recent_versions: Dict[bool, collections.deque] = {False: collections.deque(maxlen=window),
+                                                                True: collections.deque(maxlen=window)}
         """The policy version of each episode of the windows (``Episode.policy_version``; -1: unknown)."""
         self.non_finite = 0
         """Episodes whose return was not finite: in the file, left out of the means, the peak and the target."""
