@@ -484,7 +484,7 @@ class Learner:
         try:
             while not self._done.is_set():
                 # Woken as episodes end (at most BEST_CHECK_PERIOD_S apart): the target and the best checkpoint
-                # read the window the moment its episodes arrive, and the best saves the weights of that moment.
+                # read the window the moment its episodes arrive; the best saves the version that played it.
                 self._episodes_arrived.wait(timeout=min(1.0, run.tracking.summary_period_secs))
                 self._episodes_arrived.clear()
                 if self._stop.is_set() or (stop_event is not None and stop_event.is_set()):
