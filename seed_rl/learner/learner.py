@@ -358,14 +358,15 @@ class Learner:
                     continue
                 batch, weights, indices, env_ids = self.source.next_batch()
                 result = self.trainer.step(batch, weights)
-                self.history.record(int(self.policy_version.numpy()))
+                version = int(self.policy_version.numpy())  # this step's new weights
+                self.history.record(version)
                 self.source.after_step(indices, result.priorities)
                 metrics = {k: float(v) for k, v in result.metrics.items()}
                 skipped = int(metrics.pop("learner/skipped_updates", 0))  # the run's total is self.skips.total
                 # A step with a skipped update keeps its metrics out of the summaries: they may be NaN and would
                 # poison the means. Its checkpoint is still due (the weights are those of the applied updates).
                 if not self.skips.record(skipped, self.trainer.schedule.updates_per_batch, metrics,
-                                         int(self.policy_version.numpy()), batch, env_ids):
+                                         version, batch, env_ids):
                     if result.priorities is not None:
                         self._last_priorities = result.priorities
                         metrics["replay/mean_priority"] = float(np.mean(result.priorities))
