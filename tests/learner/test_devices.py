@@ -1,8 +1,8 @@
 """The learner's device layer (seed_rl/learner/devices.py): mirrored training on 2 virtual CPU devices equals the
 single-device step, checkpoints cross strategies, XLA, the inference device, and the errors.
 
-The multi-device checks run in one fresh process (tests/learner/mirrored_probe.py): TensorFlow splits the CPU only
-before its runtime starts, which in this process it already has.
+The multi-device checks run in two fresh processes side by side (tests/learner/mirrored_probe.py, its halves a and b):
+TensorFlow splits the CPU only before its runtime starts, which in this process it already has.
 """
 
 from __future__ import annotations
@@ -30,12 +30,24 @@ AGENTS = ("vtrace-vector", "r2d2-vector")
 
 @pytest.fixture(scope="module")
 def probe(tmp_path_factory):
-    out = tmp_path_factory.mktemp("probe") / "probe.json"
+    out = tmp_path_factory.mktemp("probe")
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": ROOT}
-    res = subprocess.run([sys.executable, "-m", "tests.learner.mirrored_probe", str(out)], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=900)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
-    return json.loads(out.read_text())
+    procs = {}
+    for part in ("a", "b"):  # output to files: a pipe left unread while the other half runs could fill and block
+        with open(out / f"{part}.log", "w") as log:
+            procs[part] = subprocess.Popen([sys.executable, "-m", "tests.learner.mirrored_probe",
+                                            str(out / f"{part}.json"), part], cwd=ROOT, env=env, stdout=log,
+                                           stderr=subprocess.STDOUT)
+    report: dict = {}
+    try:
+        for part, proc in procs.items():
+            proc.wait(timeout=900)
+            assert proc.returncode == 0, f"probe half {part}:\n{(out / f'{part}.log').read_text()[-6000:]}"
+            report.update(json.loads((out / f"{part}.json").read_text()))
+    finally:
+        for proc in procs.values():
+            proc.kill()
+    return report
 
 
 @pytest.mark.parametrize("case", AGENTS)
