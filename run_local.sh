@@ -6,7 +6,8 @@
 #   ./run_local.sh atari vtrace 4 8 --game=Breakout --logdir=runs/breakout
 #
 # Atari without --preset (or --config) uses the preset sized for two CPU cores (atari_vtrace_fast,
-# atari_r2d2_fast) and says so first: the defaults of the original (atari_vtrace: 200M frames) take days here.
+# atari_r2d2_fast, atari_ppo_fast) and says so first: the original's defaults (atari_vtrace: 200M frames) and
+# the PPO paper's (atari_ppo) take days here.
 # The run directory is announced at start (default runs/<env>_<name>_<agent>); running the same command again
 # resumes from its last checkpoint. Ctrl-C stops every process cleanly.
 set -euo pipefail
@@ -28,14 +29,12 @@ if [ "$env_family" = atari ]; then
   done
   if [ -z "$chosen" ]; then
     case "$agent" in
-      vtrace|r2d2)
+      vtrace|r2d2|ppo)
         echo "run_local.sh: Atari without --preset: using --preset=atari_${agent}_fast, sized for two CPU cores" \
-             "(how long it took here: benchmarks/RESULTS.md, \"Atari learning\"). The original's preset," \
-             "--preset=atari_${agent}, runs the full-size network for days on two cores." >&2
+             "(how long it took here: benchmarks/RESULTS.md, \"Atari learning\"). The full-size preset," \
+             "--preset=atari_${agent}, runs for days on two cores." >&2
         args+=(--preset="atari_${agent}_fast") ;;
-      *)
-        echo "run_local.sh: note: no Atari preset of $agent is sized for two CPU cores; atari_$agent runs to its" \
-             "full frame budget (docs/presets.md). Ctrl-C stops it; the same command resumes." >&2 ;;
+      *) ;;  # no Atari preset of this agent: seed-rl train says so and lists the presets to start from
     esac
   fi
 fi

@@ -221,3 +221,27 @@ def test_seeds_flags_are_checked():
         atari_learning.main(["--seeds=1,2", "--report_only", "--", "--seed=4"])
     with pytest.raises(SystemExit):
         atari_learning.main(["--levels=1", "--report_only"])  # levels belong to a set of seeds
+
+
+def test_the_ppo_probes_results_were_made_with_what_the_atari_ppo_fast_preset_now_holds(tmp_path):
+    """The preset is the flags of the committed PPO probe on Pong (``--tag=ppo2c``), made one name: the config line
+    its results file recorded from the run's config.json is the one the preset's config gives."""
+    import dataclasses
+
+    from seed_rl.configs import get_preset
+
+    recorded = json.loads((BENCHMARKS / "results" / "atari_Pong_ppo_ppo2c_seeds.json").read_text())["data"]
+    config = get_preset("atari_ppo_fast")
+    config = dataclasses.replace(config, run=dataclasses.replace(config.run, seed=recorded["config_seed"]))
+    (tmp_path / "config.json").write_text(config.to_json())
+    assert atari_learning._config_text(str(tmp_path)) == recorded["config"]
+    assert atari_learning._config_text(str(tmp_path)) != atari_learning._config_text(str(_written(tmp_path / "base",
+                                                                                                   "atari_ppo")))
+
+
+def _written(path, preset):
+    from seed_rl.configs import get_preset
+
+    path.mkdir()
+    (path / "config.json").write_text(get_preset(preset).to_json())
+    return path

@@ -137,7 +137,8 @@ def test_a_vector_under_an_image_preset_gets_an_mlp():
 
 
 @pytest.mark.parametrize("preset, spec", [
-    ("atari_vtrace", ATARI), ("atari_vtrace_fast", ATARI), ("atari_ppo", ATARI), ("atari_r2d2", ATARI),
+    ("atari_vtrace", ATARI), ("atari_vtrace_fast", ATARI), ("atari_ppo", ATARI), ("atari_ppo_fast", ATARI),
+    ("atari_r2d2", ATARI),
     ("atari_r2d2_fast", ATARI), ("football_vtrace", ArraySpec((72, 96, 4), "uint16")),
     ("dmlab_vtrace", ArraySpec((72, 96, 3), "uint8")), ("football_r2d2", ArraySpec((72, 96, 4), "uint16")),
 ])

@@ -170,7 +170,7 @@ DOC_SETTINGS: Dict[str, Dict[str, str]] = {
         "arithmetic on settings: 2 threads per task + 11, ~760 threads of 250 streams, 200% of two cores":
             "11 250 760 200"},
     "docs/usage.md": {
-        "the presets' settings as their table states them": "0.2 0.9 0.95 100 100K 256 640 4000 1,000M",
+        "the presets' settings as their table states them": "0.2 0.9 0.95 100 100K 128 256 640 4000 1,000M",
         "atari_r2d2_gcp's replay size, as required_bytes computes it from the preset": "84"},
 }
 

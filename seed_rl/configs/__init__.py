@@ -13,6 +13,7 @@ from seed_rl.config import Config
 from seed_rl.configs.presets import (
     DMLAB_GCP_LEVELS,
     atari_ppo,
+    atari_ppo_fast,
     atari_r2d2,
     atari_r2d2_fast,
     atari_r2d2_gcp,
@@ -49,6 +50,7 @@ PRESETS: Dict[str, Callable[[], Config]] = {
     "atari_r2d2_gcp": atari_r2d2_gcp,
     "classic_ppo": classic_ppo,
     "atari_ppo": atari_ppo,
+    "atari_ppo_fast": atari_ppo_fast,
     "classic_sac": classic_sac,
     "classic_sac_lstm": classic_sac_lstm,
     "mujoco_sac": mujoco_sac,
