@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sets up ./.venv if needed and runs the default test suite (about 20 minutes on 2 CPU cores).
+# Sets up ./.venv if needed and runs the default test suite (15-18 minutes on 2 CPU cores; CI allows 20).
 #   ./run_tests.sh               default suite
 #   ./run_tests.sh --slow        only the slow tests (long learning runs)
 #   ./run_tests.sh tests/ops -k vtrace   any pytest arguments
