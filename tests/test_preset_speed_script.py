@@ -1,0 +1,53 @@
+"""``benchmarks/preset_speed.py``: the order of each round, the config it measures, and the summary's ratios, on
+made-up measurements. Nothing trains."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+if str(BENCHMARKS) not in sys.path:
+    sys.path.insert(0, str(BENCHMARKS))
+
+import preset_speed  # noqa: E402
+
+
+def test_the_order_flips_every_round():
+    presets = ["a", "b", "c"]
+    assert [preset_speed.round_order(presets, i) for i in range(3)] == [["a", "b", "c"], ["c", "b", "a"],
+                                                                        ["a", "b", "c"]]
+
+
+def test_a_measurement_runs_the_preset_as_it_is_on_the_game_without_checkpoints_or_an_end():
+    from seed_rl.configs import get_preset
+
+    preset = get_preset("atari_ppo_fast")
+    config = preset_speed.measured_config("atari_ppo_fast", "Breakout", "/tmp/x")
+    assert config.env.name == "Breakout" and config.env.options == preset.env.options
+    assert config.agent == preset.agent and config.agent_name == "ppo"
+    run = config.run
+    assert (run.num_actors, run.env_batch_size, run.unroll_length, run.batch_size) == (
+        preset.run.num_actors, preset.run.env_batch_size, preset.run.unroll_length, preset.run.batch_size)
+    assert run.tracking.logdir == "/tmp/x" and run.tracking.save_checkpoint_secs >= 1e9
+    assert run.total_environment_frames >= 10**12 and run.final_eval_episodes == 0
+
+
+def test_ratios_are_paired_by_round_and_the_summary_is_their_median():
+    per_round = [{"base": {"fps": 1000.0}, "new": {"fps": 1100.0}},
+                 {"base": {"fps": 500.0}, "new": {"fps": 450.0}},  # a slow round: both slow, the ratio holds
+                 {"base": {"fps": 1000.0}, "new": {"fps": 1050.0}}]
+    summary = preset_speed.summarize(["base", "new"], per_round)
+    assert summary["median_fps"] == {"base": 1000.0, "new": 1050.0}
+    assert summary["ratios"]["new"]["per_round"] == pytest.approx([1.1, 0.9, 1.05])
+    assert summary["ratios"]["new"]["median"] == pytest.approx(1.05)
+    assert summary["ratios"]["base"]["median"] == 1.0
+    assert summary["passed"] == {"new": True}
+    assert preset_speed.summarize(["base", "new"], per_round, goal=1.2)["passed"] == {"new": False}
+
+
+def test_unknown_presets_or_one_preset_are_refused(capsys):
+    for argv in (["--presets=atari_vtrace_fast,nope"], ["--presets=atari_vtrace_fast"], ["--rounds=0"]):
+        with pytest.raises(SystemExit):
+            preset_speed.main(argv)
+        assert "--presets needs two or more known presets" in capsys.readouterr().err
