@@ -12,6 +12,7 @@ frames/s of ``atari_vtrace_fast`` (``--goal``).
 
 Run:  python benchmarks/preset_speed.py [--presets=atari_vtrace_fast,atari_ppo_fast] [--game=Pong] [--rounds=3]
       [--warmup=30] [--seconds=60] [--no_write]
+      python benchmarks/preset_speed.py --report_only    # the RESULTS.md section again from the result file
 Nothing else may run on the machine meanwhile (the ratios are only as good as the sitting).
 
 Result file: benchmarks/results/preset_speed.json, data keys: game, presets (the first is the baseline), rounds,
@@ -41,6 +42,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _common  # noqa: E402
 
 RESULT = "PRESET_SPEED_RESULT "
+TITLE = "Presets' frames/s in one sitting"
 GOAL = 1.0
 
 
@@ -119,7 +121,12 @@ def measure(preset: str, args, log_path: str) -> dict:
     return result
 
 
-def body(data: dict) -> str:
+def body(record: dict) -> str:
+    """The RESULTS.md section of a result file's record (date, command, load_before, data), so that
+    ``--report_only`` rebuilds exactly what the run wrote."""
+    data = record["data"]
+    facts = (f"Run on {record['date']}: `{record['command']}` (from the repository root, in `.venv`).  \n"
+             f"Load average before the run (`cat /proc/loadavg`): {record['load_before']}.\n\n")
     presets = data["presets"]
     rows = []
     for p in presets:
@@ -133,7 +140,7 @@ def body(data: dict) -> str:
                                     f"ratio to `{presets[0]}` (per round)"], rows)
     verdicts = "; ".join(f"`{p}` {'meets' if ok else 'misses'} {data['goal']:.1f}x"
                          for p, ok in data["passed"].items())
-    return (f"Atari {data['game']}, each preset as it is, {data['rounds']} rounds of {data['seconds']:.0f} s "
+    return facts + (f"Atari {data['game']}, each preset as it is, {data['rounds']} rounds of {data['seconds']:.0f} s "
             f"windows after {data['warmup']:.0f} s of warm-up, the order flipped every round.\n\n{table}\n\n"
             f"Goal (issue 35): a new preset at >= {data['goal']:.1f}x the first's frames/s: {verdicts}.\n")
 
@@ -149,10 +156,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--startup_timeout", type=float, default=240.0)
     parser.add_argument("--goal", type=float, default=GOAL)
     parser.add_argument("--no_write", action="store_true", help="print only; write no file")
+    parser.add_argument("--report_only", action="store_true",
+                        help="rebuild the RESULTS.md section from results/preset_speed.json; measure nothing")
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         return _child(args)
+    if args.report_only:
+        with open(os.path.join(_common.RESULTS_DIR, "preset_speed.json")) as f:
+            text = body(json.load(f))
+        print(text)
+        if not args.no_write:
+            _common.update_results("preset_speed", TITLE, text)
+        return 0
     presets = [p for p in args.presets.split(",") if p]
     from seed_rl.configs import PRESETS
 
@@ -174,8 +190,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             per_round.append(measurements)
     data = dict(game=args.game, presets=presets, rounds=args.rounds, warmup=args.warmup, seconds=args.seconds,
                 goal=args.goal, per_round=per_round, **summarize(presets, per_round, args.goal))
-    _common.report("preset_speed", "Presets' frames/s in one sitting", body(data), t_script,
-                   write=not args.no_write, data=data, load_before=load_before)
+    if args.no_write:
+        print(body(dict(date=_common.now_string(), command=_common.command_line(), load_before=load_before,
+                        data=data)))
+    else:
+        with open(_common.write_result("preset_speed", data, load_before=load_before)) as f:
+            text = body(json.load(f))
+        print(text)
+        _common.update_results("preset_speed", TITLE, text)
+        print(f"wrote {_common.RESULTS_PATH} and results/preset_speed.json")
+    print(f"(script wall time {time.monotonic() - t_script:.0f} s)")
     return 0
 
 
