@@ -31,8 +31,8 @@ if [ "$env_family" = atari ]; then
     case "$agent" in
       vtrace|r2d2|ppo)
         echo "run_local.sh: Atari without --preset: using --preset=atari_${agent}_fast, sized for two CPU cores" \
-             "(how long it took here: benchmarks/RESULTS.md, \"Atari learning\"). The full-size preset," \
-             "--preset=atari_${agent}, runs for days on two cores." >&2
+             "(what it reached here: benchmarks/RESULTS.md, learning curves, and docs/presets.md). The full-size" \
+             "preset, --preset=atari_${agent}, takes a day or more on two cores." >&2
         args+=(--preset="atari_${agent}_fast") ;;
       *) ;;  # no Atari preset of this agent: seed-rl train says so and lists the presets to start from
     esac

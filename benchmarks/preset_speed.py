@@ -6,14 +6,16 @@ learner in a fresh process of this script, ``python -m seed_rl actor`` subproces
 preset as it is, on ``--game``, checkpoints and summaries off and an endless budget: frames/s of
 ``learner.env_frames`` over a window of ``--seconds`` that starts ``--warmup`` seconds after the first train steps.
 The presets run one at a time, in turn, and the order flips every round (round 1: A B, round 2: B A, ...), so that
-a drift of the machine's speed falls on both. A preset's ratio in a round is its frames/s over the first preset's
+over an even number of rounds each preset runs first as often as second and a drift of the machine's speed falls
+on both. A preset's ratio in a round is its frames/s over the first preset's
 in the same round; the summary is the median over rounds. Issue 35 asks a new Atari preset to run at >= 1.0x the
 frames/s of ``atari_vtrace_fast`` (``--goal``).
 
-Run:  python benchmarks/preset_speed.py [--presets=atari_vtrace_fast,atari_ppo_fast] [--game=Pong] [--rounds=3]
+Run:  python benchmarks/preset_speed.py [--presets=atari_vtrace_fast,atari_ppo_fast] [--game=Pong] [--rounds=4]
       [--warmup=30] [--seconds=60] [--no_write]
       python benchmarks/preset_speed.py --report_only    # the RESULTS.md section again from the result file
-Nothing else may run on the machine meanwhile (the ratios are only as good as the sitting).
+Nothing else may run on the machine meanwhile (the ratios are only as good as the sitting). Atari presets only.
+Each measurement's log: runs/preset_speed/logs/ (a failed one's tail is in the error).
 
 Result file: benchmarks/results/preset_speed.json, data keys: game, presets (the first is the baseline), rounds,
 warmup, seconds, goal, per_round (a list of rounds, each {preset: the measurement}: ``_common.local_run_data``'s
@@ -150,7 +152,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--presets", default="atari_vtrace_fast,atari_ppo_fast",
                         help="comma-separated; the first is the baseline of the ratios")
     parser.add_argument("--game", default="Pong")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=4, help="even: each preset runs first as often as second")
     parser.add_argument("--warmup", type=float, default=30.0, help="seconds after the 2nd train step")
     parser.add_argument("--seconds", type=float, default=60.0, help="measurement window of each run")
     parser.add_argument("--startup_timeout", type=float, default=240.0)
@@ -176,18 +178,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if len(presets) < 2 or unknown or args.rounds < 1:
         parser.error(f"--presets needs two or more known presets (unknown: {', '.join(unknown) or 'none'}) and "
                      "--rounds at least 1")
+    from seed_rl.configs import get_preset
+
+    other = [p for p in presets if get_preset(p).env.family != "atari"]
+    if other:
+        parser.error(f"--presets: Atari presets only (--game names the game); not Atari: {', '.join(other)}")
     t_script = time.monotonic()
     load_before = _common.loadavg()
     per_round: List[Dict[str, dict]] = []
-    with tempfile.TemporaryDirectory(prefix="preset_speed_logs_") as logs:
-        for i in range(args.rounds):
-            measurements = {}
-            for place, preset in enumerate(round_order(presets, i)):
-                m = measure(preset, args, os.path.join(logs, f"{i}_{preset}.log"))
-                m["order"] = place
-                measurements[preset] = m
-                print(f"round {i + 1}/{args.rounds} {preset}: {m['fps']:,.0f} frames/s", flush=True)
-            per_round.append(measurements)
+    logs = os.path.join(_common.REPO, "runs", "preset_speed", "logs")
+    os.makedirs(logs, exist_ok=True)
+    for i in range(args.rounds):
+        measurements = {}
+        for place, preset in enumerate(round_order(presets, i)):
+            m = measure(preset, args, os.path.join(logs, f"{i}_{preset}.log"))
+            m["order"] = place
+            measurements[preset] = m
+            print(f"round {i + 1}/{args.rounds} {preset}: {m['fps']:,.0f} frames/s", flush=True)
+        per_round.append(measurements)
     data = dict(game=args.game, presets=presets, rounds=args.rounds, warmup=args.warmup, seconds=args.seconds,
                 goal=args.goal, per_round=per_round, **summarize(presets, per_round, args.goal))
     if args.no_write:

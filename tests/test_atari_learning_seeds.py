@@ -224,24 +224,30 @@ def test_seeds_flags_are_checked():
 
 
 def test_the_ppo_probes_results_were_made_with_what_the_atari_ppo_fast_preset_now_holds(tmp_path):
-    """The preset is the flags of the committed PPO probe on Pong (``--tag=ppo2c``), made one name: the config line
-    its results file recorded from the run's config.json is the one the preset's config gives."""
+    """The preset is the flags of the committed PPO probe on Pong (``--tag=ppo2c``), made one name: the probe's
+    recorded train command, resolved, is the preset's config but for the run's own seed, budget and paths; and the
+    config line its results file recorded from the run's config.json is the one the preset's config gives."""
     import dataclasses
+    import shlex
 
+    from seed_rl import cli
+    from seed_rl.config import to_dict
     from seed_rl.configs import get_preset
 
     recorded = json.loads((BENCHMARKS / "results" / "atari_Pong_ppo_ppo2c_seeds.json").read_text())["data"]
-    config = get_preset("atari_ppo_fast")
-    config = dataclasses.replace(config, run=dataclasses.replace(config.run, seed=recorded["config_seed"]))
+    preset = get_preset("atari_ppo_fast")
+    command = shlex.split(recorded["per_seed"][0]["train_commands"][0])
+    assert command[:2] == ["seed_rl", "train"] and "--preset=atari_ppo" in command
+    fv, fields = cli._make_flags("train")
+    fv(["seed-rl", *command[2:]])
+    probe = to_dict(cli.resolve_config(fv, fields))
+    expected = to_dict(preset)
+    for config in (probe, expected):  # the run's own: its seed, budget, run directory, checkpoint and summary paths
+        for section, key in (("run", "seed"), ("env", "seed"), ("run", "total_environment_frames")):
+            config[section].pop(key, None)
+        config["run"]["tracking"].pop("logdir")
+    assert probe == expected
+
+    config = dataclasses.replace(preset, run=dataclasses.replace(preset.run, seed=recorded["config_seed"]))
     (tmp_path / "config.json").write_text(config.to_json())
     assert atari_learning._config_text(str(tmp_path)) == recorded["config"]
-    assert atari_learning._config_text(str(tmp_path)) != atari_learning._config_text(str(_written(tmp_path / "base",
-                                                                                                   "atari_ppo")))
-
-
-def _written(path, preset):
-    from seed_rl.configs import get_preset
-
-    path.mkdir()
-    (path / "config.json").write_text(get_preset(preset).to_json())
-    return path

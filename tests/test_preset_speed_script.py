@@ -51,3 +51,9 @@ def test_unknown_presets_or_one_preset_are_refused(capsys):
         with pytest.raises(SystemExit):
             preset_speed.main(argv)
         assert "--presets needs two or more known presets" in capsys.readouterr().err
+
+
+def test_a_preset_of_another_env_family_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        preset_speed.main(["--presets=atari_vtrace_fast,classic_vtrace"])
+    assert "Atari presets only (--game names the game); not Atari: classic_vtrace" in capsys.readouterr().err

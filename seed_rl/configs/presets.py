@@ -74,14 +74,16 @@ def atari_ppo() -> Config:
 
 
 def atari_ppo_fast() -> Config:
-    """PPO on Atari sized for two CPU cores, with CleanRL's Atari PPO settings (ppo_atari.py: 8 envs x 128 steps
-    = 1,024 agent steps per update, 4 epochs of 4 minibatches, clip 0.1, Adam 2.5e-4 eps 1e-5, gradient norm 0.5,
-    entropy 0.01, value cost 0.5, GAE 0.95, advantages normalised per minibatch, 4 stacked frames, the game's
-    minimal action set, rewards clipped to [-1, 1]). What differs from CleanRL: IMPALA's shallow torso (as
-    ``atari_ppo`` and ``atari_vtrace_fast``), 2 actors x 8 envs with batches of 8 unrolls (the learner trains on
-    one batch while the actors fill the next), a constant learning rate (a linear decay needs a fixed horizon;
-    CleanRL's decays over 40M frames, so it is near constant over the first 10M) and no life-loss episode ends.
-    Measured on Pong and Breakout (docs/presets.md, "atari_ppo_fast")."""
+    """PPO on Atari sized for two CPU cores, with CleanRL's Atari PPO batch and optimiser (ppo_atari.py: 8 envs x
+    128 steps = 1,024 agent steps per update, 4 epochs of 4 minibatches, clip 0.1, Adam 2.5e-4 eps 1e-5, gradient
+    norm 0.5, entropy 0.01, GAE 0.95, advantages normalised per minibatch, 4 stacked frames, the game's minimal
+    action set, rewards clipped to [-1, 1]). What differs from CleanRL: IMPALA's shallow torso (as ``atari_ppo``
+    and ``atari_vtrace_fast``); 2 actors x 8 envs with batches of 8 unrolls (the learner trains on one batch while
+    the actors fill the next); a constant learning rate (CleanRL's decays linearly over 40M frames, to 75% of its
+    start at 10M); the family's own PPO losses (the original's ratio bounds [1/1.1, 1.1], no value clipping where
+    CleanRL clips at 0.1, ``batch_mode=shuffle``: minibatches of whole unrolls, advantages from each update's
+    weights); no fire-on-reset and no life-loss episode ends (the original's Atari env has neither); the 108K-frame
+    episode cap. Measured on Pong (docs/presets.md, "atari_ppo_fast")."""
     config = atari_ppo()
     env = config.env
     return dataclasses.replace(

@@ -30,7 +30,6 @@ from seed_rl.learner.training import Trainer  # noqa: E402
 from seed_rl.types import ReplayFeed  # noqa: E402
 from tests.agents import test_contract as contract  # noqa: E402
 
-CASES = [("vtrace", "vector"), ("r2d2", "vector")]
 BATCH = 4
 STEPS = 3
 

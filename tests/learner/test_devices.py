@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import keras
 import numpy as np
@@ -32,21 +33,26 @@ AGENTS = ("vtrace-vector", "r2d2-vector")
 def probe(tmp_path_factory):
     out = tmp_path_factory.mktemp("probe")
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": ROOT}
+    deadline = time.monotonic() + 900
     procs = {}
-    for part in ("a", "b"):  # output to files: a pipe left unread while the other half runs could fill and block
-        with open(out / f"{part}.log", "w") as log:
-            procs[part] = subprocess.Popen([sys.executable, "-m", "tests.learner.mirrored_probe",
-                                            str(out / f"{part}.json"), part], cwd=ROOT, env=env, stdout=log,
-                                           stderr=subprocess.STDOUT)
     report: dict = {}
     try:
+        for part in ("a", "b"):  # output to files: a pipe left unread while the other half runs could fill and block
+            with open(out / f"{part}.log", "w") as log:
+                procs[part] = subprocess.Popen([sys.executable, "-m", "tests.learner.mirrored_probe",
+                                                str(out / f"{part}.json"), part], cwd=ROOT, env=env, stdout=log,
+                                               stderr=subprocess.STDOUT)
         for part, proc in procs.items():
-            proc.wait(timeout=900)
+            try:
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"probe half {part} ran past 900 s:\n{(out / f'{part}.log').read_text()[-6000:]}")
             assert proc.returncode == 0, f"probe half {part}:\n{(out / f'{part}.log').read_text()[-6000:]}"
             report.update(json.loads((out / f"{part}.json").read_text()))
     finally:
         for proc in procs.values():
             proc.kill()
+            proc.wait()
     return report
 
 
