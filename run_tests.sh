@@ -11,5 +11,5 @@ if [ "${1:-}" = "--slow" ]; then
   shift
   exec .venv/bin/python -m pytest -m slow -p no:cacheprovider "$@"
 fi
-# --durations: the slowest tests in every log, to see what the 30-minute CI budget goes to.
+# --durations: the slowest tests in every log, to see what the 20-minute budget of this command goes to.
 exec .venv/bin/python -m pytest -p no:cacheprovider --durations=15 "$@"
