@@ -372,6 +372,13 @@ def _many_actors(d: dict) -> tuple[str, str, str]:
     return "; ".join(parts), "0 errors, learner threads bounded, rate at 1,000 >= 80% of 100", status
 
 
+def _preset_speed(d: dict) -> tuple[str, str, str]:
+    base = d["presets"][0]
+    parts = [f"`{p}` {d['median_fps'][p]:,.0f} ({d['ratios'][p]['median']:.2f}x)" for p in d["presets"][1:]]
+    return (f"Atari {d['game']}, median frames/s of {d['rounds']} rounds: `{base}` {d['median_fps'][base]:,.0f}; "
+            + "; ".join(parts), f">= {d['goal']:.1f}x `{base}`", _pass(all(d["passed"].values())))
+
+
 def _engine_speed(d: dict) -> tuple[str, str, str]:
     parts = [f"{label}: {v['median_frames_per_s']:,.0f} frames/s ({v['ratio_to_gymnasium']:.2f}x), "
              f"{v['cpu_ratio_to_gymnasium']:.2f}x per CPU-second" for label, v in d["summary"].items()
@@ -449,6 +456,8 @@ MEASURED = (
     Measured("many_actors.json", "many actors over gRPC (`python benchmarks/many_actors.py`)", _many_actors),
     Measured("cost_growth.json", "how cost grows, Atari Pong `atari_vtrace_fast` (`python benchmarks/cost_growth.py`)",
              _cost_growth),
+    Measured("preset_speed.json", "a new Atari preset's frames/s against `atari_vtrace_fast`, in one sitting "
+             "(`python benchmarks/preset_speed.py`)", _preset_speed),
 )
 
 
