@@ -40,6 +40,9 @@ BATCH_COUPLED = {
 }
 CASES = [(agent, kind) for agent in agents_lib.agent_names() for kind in SPECS
          if (agent, kind) not in NOT_TAKEN and f"{SPECS[kind][2]}_{agent}" in PRESETS]
+# The default suite keeps the image cases of the tests that train or compute a loss; the image cases of the
+# checkpoint and seed tests (two Atari networks built eagerly each, CI's time) run with the slow ones.
+IMAGE_SLOW = [pytest.param(case, marks=pytest.mark.slow) if case[1] == "image" else case for case in CASES]
 B = 3  # env rows / sequences
 T = 4  # unroll length of the random batches
 NUM_ENVS = 8
@@ -360,7 +363,7 @@ def _checkpointed_variables(items: dict) -> list:
     return out
 
 
-@pytest.mark.parametrize("case", CASES, ids=_ids)
+@pytest.mark.parametrize("case", IMAGE_SLOW, ids=_ids)
 def test_checkpoint_items_round_trip(case, tmp_path):
     a = _build(*case, seed=1)
     b = _build(*case, seed=2)
@@ -384,7 +387,7 @@ def test_checkpoint_items_round_trip(case, tmp_path):
     np.testing.assert_array_equal(a.greedy_action(outputs_a).numpy(), b.greedy_action(outputs_b).numpy())
 
 
-@pytest.mark.parametrize("case", CASES, ids=_ids)
+@pytest.mark.parametrize("case", IMAGE_SLOW, ids=_ids)
 def test_deterministic_under_a_seed(case):
     runs = []
     for _ in range(2):

@@ -15,7 +15,10 @@ from tests.certs import self_signed_cert
 from tests.integration.helpers import TrainProcess, episodes, learner_port
 
 
-@pytest.mark.parametrize("transport", ["plaintext", "tls", pytest.param("token_from_env", marks=pytest.mark.slow)])
+# The default suite runs the TLS case (the same processes and flags, over TLS); plaintext is also every other
+# multi-process test's transport (test_two_hosts.py, test_cluster.py, the learning runs), so its case here is slow.
+@pytest.mark.parametrize("transport", [pytest.param("plaintext", marks=pytest.mark.slow), "tls",
+                                       pytest.param("token_from_env", marks=pytest.mark.slow)])
 def test_separate_learner_and_actor_processes(tmp_path, transport):
     logdir = str(tmp_path / "run")
     env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2")

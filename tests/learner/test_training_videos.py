@@ -16,10 +16,10 @@ from seed_rl.launch.local import LocalRun, on_free_loopback_port
 from seed_rl.learner import play as play_lib
 
 
-def _config(tmp_path, **run):
+def _config(tmp_path, frames: int = 12_000, **run):
     config = get_preset("classic_vtrace")  # CartPole: rendered by pygame
     return on_free_loopback_port(replace(config, run=replace_flat(
-        config.run, logdir=str(tmp_path / "run"), num_actors=1, env_batch_size=4, total_environment_frames=12_000,
+        config.run, logdir=str(tmp_path / "run"), num_actors=1, env_batch_size=4, total_environment_frames=frames,
         target_return=0.0, final_eval_episodes=0, **run)))
 
 
@@ -48,7 +48,9 @@ def test_a_recording_that_fails_stops_the_videos_and_not_the_run(tmp_path, caplo
         raise RuntimeError("no display for you")
 
     monkeypatch.setattr(play_lib.PeriodicVideo, "record_one", broken)
-    run = LocalRun(_config(tmp_path, video_period_secs=0.5), actor_mode="thread", status_stream=io.StringIO())
+    # A short run: the first recording is due half a second after the start and fails.
+    run = LocalRun(_config(tmp_path, frames=6_000, video_period_secs=0.5), actor_mode="thread",
+                   status_stream=io.StringIO())
     run.run()
     assert run.learner.finished
     assert "training videos stopped: recording one failed (RuntimeError: no display for you)" in caplog.text
