@@ -464,6 +464,64 @@ def child_env() -> Dict[str, str]:
     return env
 
 
+def stop_group(proc: subprocess.Popen, timeout: float = 20.0) -> None:
+    """SIGTERM to the process group of ``proc`` (a child started with its own session, so the group is its own
+    and its children's), then SIGKILL to what is left after ``timeout``."""
+    pgid = proc.pid
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            proc.poll()
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                proc.wait()
+                return
+            time.sleep(0.2)
+    proc.wait()
+
+
+def tail(path: str, n: int = 30) -> str:
+    """The last ``n`` lines of the file at ``path`` ("" if it cannot be read)."""
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-n:])
+    except OSError:
+        return ""
+
+
+def child_result(argv: List[str], prefix: str, log_path: str, timeout: float, what: str) -> dict:
+    """Runs a measuring child (``argv``, in its own session) with its output in ``log_path``, and returns the JSON
+    of its line that starts with ``prefix``; its process group is stopped after ``timeout`` seconds. Raises with the
+    log's tail when no such line came."""
+    result = None
+    with open(log_path, "w") as log:
+        log.write("$ " + shlex.join(argv) + "\n")
+        log.flush()
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+                                env=child_env(), cwd=REPO, start_new_session=True)
+        timer = threading.Timer(timeout, lambda: stop_group(proc))
+        timer.start()
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                log.write(line)
+                if line.startswith(prefix):
+                    result = json.loads(line[len(prefix):])
+            proc.wait()
+        finally:
+            timer.cancel()
+            if proc.poll() is None:
+                stop_group(proc)
+    if result is None:
+        raise RuntimeError(f"{what}: no result (exit {proc.returncode}); log {log_path}:\n{tail(log_path)}")
+    return result
+
+
 def kill_processes(procs: Iterable[Optional[subprocess.Popen]], timeout: float = 5.0) -> None:
     """SIGTERM, then SIGKILL after ``timeout``, each of the given processes (only those; by pid)."""
     procs = [p for p in procs if p is not None]

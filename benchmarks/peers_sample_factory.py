@@ -61,7 +61,6 @@ import json
 import os
 import re
 import shlex
-import signal
 import statistics
 import subprocess
 import sys
@@ -338,35 +337,6 @@ def sf_freeze(venv: str) -> List[str]:
 # ------------------------------------------------------------------------------------------------ running a side
 
 
-def _stop_group(proc: subprocess.Popen, timeout: float = 20.0) -> None:
-    """SIGTERM to the process group of ``proc`` (a child started with its own session, so the group is its own
-    and its children's), then SIGKILL to what is left after ``timeout``."""
-    pgid = proc.pid
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            break
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            proc.poll()
-            try:
-                os.killpg(pgid, 0)
-            except ProcessLookupError:
-                proc.wait()
-                return
-            time.sleep(0.2)
-    proc.wait()
-
-
-def _tail(path: str, n: int = 30) -> str:
-    try:
-        with open(path, errors="replace") as f:
-            return "".join(f.readlines()[-n:])
-    except OSError:
-        return ""
-
-
 def run_sf(side: str, args, venv: str, log_path: str) -> dict:
     """Runs a Sample Factory side until ``sf_window`` has its window, then stops it; its measurement."""
     train_dir = os.path.join(os.path.dirname(os.path.abspath(venv)), "sf_train")
@@ -401,15 +371,15 @@ def run_sf(side: str, args, venv: str, log_path: str) -> dict:
             while window is None:
                 if proc.poll() is not None:
                     raise RuntimeError(f"{side}: Sample Factory exited ({proc.returncode}) before its window; "
-                                       f"log {log_path}:\n{_tail(log_path)}")
+                                       f"log {log_path}:\n{_common.tail(log_path)}")
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"{side}: no window of {args.seconds} s within the time allowed; "
-                                       f"log {log_path}:\n{_tail(log_path)}")
+                                       f"log {log_path}:\n{_common.tail(log_path)}")
                 time.sleep(0.5)
                 if frame_skip:
                     window = sf_window(list(reports), args.warmup, args.seconds, frame_skip[0])
         finally:
-            _stop_group(proc)
+            _common.stop_group(proc)
             reader.join(timeout=10)
     assert window is not None
     window["startup_s"] = window.pop("first_trained_t") - t_launch
@@ -421,29 +391,8 @@ def run_seed_rl(side: str, args, log_path: str) -> dict:
     argv = [sys.executable, os.path.abspath(__file__), f"--_seed_rl_side={side}", f"--seconds={args.seconds}",
             f"--warmup={args.warmup}", f"--num_actors={args.num_actors}", f"--envs_per_actor={args.envs_per_actor}",
             f"--startup_timeout={args.startup_timeout}"]
-    timeout = args.startup_timeout + args.warmup + args.seconds + 180.0
-    with open(log_path, "w") as log:
-        log.write("$ " + shlex.join(argv) + "\n")
-        log.flush()
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
-                                env=_common.child_env(), cwd=_common.REPO, start_new_session=True)
-        result = None
-        try:
-            assert proc.stdout is not None
-            timer = threading.Timer(timeout, lambda: _stop_group(proc))
-            timer.start()
-            for line in proc.stdout:
-                log.write(line)
-                if line.startswith(SEED_RL_RESULT):
-                    result = json.loads(line[len(SEED_RL_RESULT):])
-            proc.wait()
-            timer.cancel()
-        finally:
-            if proc.poll() is None:
-                _stop_group(proc)
-    if result is None:
-        raise RuntimeError(f"{side}: no result (exit {proc.returncode}); log {log_path}:\n{_tail(log_path)}")
-    return result
+    return _common.child_result(argv, SEED_RL_RESULT, log_path,
+                                args.startup_timeout + args.warmup + args.seconds + 180.0, side)
 
 
 def seed_rl_side(side: str, args) -> int:

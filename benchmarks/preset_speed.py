@@ -30,12 +30,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from typing import Dict, List, Optional, Sequence
 
@@ -97,30 +94,8 @@ def measure(preset: str, args, log_path: str) -> dict:
     """One measurement of ``preset`` in a fresh process; its log at ``log_path``."""
     argv = [sys.executable, os.path.abspath(__file__), f"--child={preset}", f"--game={args.game}",
             f"--warmup={args.warmup}", f"--seconds={args.seconds}", f"--startup_timeout={args.startup_timeout}"]
-    result: Optional[dict] = None
-    with open(log_path, "w") as log:
-        log.write("$ " + shlex.join(argv) + "\n")
-        log.flush()
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
-                                env=_common.child_env(), cwd=_common.REPO, start_new_session=True)
-        timer = threading.Timer(args.startup_timeout + args.warmup + args.seconds + 180.0,
-                                lambda: _common.kill_processes([proc]))
-        timer.start()
-        try:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                log.write(line)
-                if line.startswith(RESULT):
-                    result = json.loads(line[len(RESULT):])
-            proc.wait()
-        finally:
-            timer.cancel()
-            _common.kill_processes([proc])
-    if result is None:
-        with open(log_path) as f:
-            tail = "".join(f.readlines()[-30:])
-        raise RuntimeError(f"{preset}: no measurement (exit {proc.returncode}); log {log_path}:\n{tail}")
-    return result
+    return _common.child_result(argv, RESULT, log_path, args.startup_timeout + args.warmup + args.seconds + 180.0,
+                                preset)
 
 
 def body(record: dict) -> str:
