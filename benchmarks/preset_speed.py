@@ -13,6 +13,9 @@ frames/s of ``atari_vtrace_fast`` (``--goal``).
 
 Run:  python benchmarks/preset_speed.py [--presets=atari_vtrace_fast,atari_ppo_fast] [--game=Pong] [--rounds=4]
       [--warmup=30] [--seconds=60] [--no_write]
+      python benchmarks/preset_speed.py --presets='atari_vtrace_fast,atari_ppo_fast --env_batch_size=16' --no_write
+An entry of ``--presets`` may add ``seed-rl train`` flags after the preset's name, separated by spaces: a
+candidate measured before it becomes a preset (the entry, flags included, names it in the results).
       python benchmarks/preset_speed.py --report_only    # the RESULTS.md section again from the result file
 Nothing else may run on the machine meanwhile (the ratios are only as good as the sitting). Atari presets only.
 Each measurement's log: runs/preset_speed/logs/ (a failed one's tail is in the error).
@@ -30,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -50,12 +54,29 @@ def round_order(presets: Sequence[str], i: int) -> List[str]:
     return list(presets) if i % 2 == 0 else list(reversed(presets))
 
 
-def measured_config(preset: str, game: str, logdir: str):
-    """The config a measurement runs: the preset as it is on ``game``, checkpoints and summaries off, no end."""
-    from seed_rl.config import replace, replace_flat
-    from seed_rl.configs import get_preset
+def entry_config(entry: str):
+    """The config of a ``--presets`` entry: ``PRESET`` as it is, or ``PRESET --flag=value ...`` as ``seed-rl
+    train --preset=PRESET --flag=value ...`` resolves it.
 
-    config = get_preset(preset)
+    Raises:
+      ValueError: an unknown preset, or a flag that ``seed-rl train`` does not know or refuses (one line).
+    """
+    from seed_rl.configs import PRESETS, get_preset, resolve
+
+    name, *flags = entry.split()
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}")
+    if not flags:
+        return get_preset(name)
+    return resolve.learner_config([f"--preset={name}", *flags])
+
+
+def measured_config(preset: str, game: str, logdir: str):
+    """The config a measurement runs: the entry's preset (with its flags, if any) on ``game``, checkpoints and
+    summaries off, no end."""
+    from seed_rl.config import replace, replace_flat
+
+    config = entry_config(preset)
     run = replace_flat(config.run, logdir=logdir, server_address="127.0.0.1:0", save_checkpoint_secs=1e9,
                        summary_period_secs=1e9, total_environment_frames=10**12, final_eval_episodes=0)
     return replace(config, env=replace(config.env, name=game), run=run)
@@ -125,7 +146,8 @@ def body(record: dict) -> str:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--presets", default="atari_vtrace_fast,atari_ppo_fast",
-                        help="comma-separated; the first is the baseline of the ratios")
+                        help="comma-separated entries, each a preset and optionally seed-rl train flags after it "
+                             "('atari_ppo_fast --env_batch_size=16'); the first is the baseline of the ratios")
     parser.add_argument("--game", default="Pong")
     parser.add_argument("--rounds", type=int, default=4, help="even: each preset runs first as often as second")
     parser.add_argument("--warmup", type=float, default=30.0, help="seconds after the 2nd train step")
@@ -146,16 +168,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if not args.no_write:
             _common.update_results("preset_speed", TITLE, text)
         return 0
-    presets = [p for p in args.presets.split(",") if p]
+    presets = [" ".join(p.split()) for p in args.presets.split(",") if p.strip()]
     from seed_rl.configs import PRESETS
 
-    unknown = [p for p in presets if p not in PRESETS]
+    unknown = [p.split()[0] for p in presets if p.split()[0] not in PRESETS]
     if len(presets) < 2 or unknown or args.rounds < 1:
         parser.error(f"--presets needs two or more known presets (unknown: {', '.join(unknown) or 'none'}) and "
                      "--rounds at least 1")
-    from seed_rl.configs import get_preset
-
-    other = [p for p in presets if get_preset(p).env.family != "atari"]
+    if len(set(presets)) < len(presets):
+        parser.error("--presets: an entry is named twice")
+    configs = {}
+    for p in presets:
+        try:
+            configs[p] = entry_config(p)
+        except ValueError as e:
+            parser.error(f"--presets: {p!r}: {e}")
+    other = [p for p in presets if configs[p].env.family != "atari"]
     if other:
         parser.error(f"--presets: Atari presets only (--game names the game); not Atari: {', '.join(other)}")
     t_script = time.monotonic()
@@ -166,7 +194,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for i in range(args.rounds):
         measurements = {}
         for place, preset in enumerate(round_order(presets, i)):
-            m = measure(preset, args, os.path.join(logs, f"{i}_{preset}.log"))
+            log_name = re.sub(r"[^A-Za-z0-9_.=-]+", "_", preset)
+            m = measure(preset, args, os.path.join(logs, f"{i}_{log_name}.log"))
             m["order"] = place
             measurements[preset] = m
             print(f"round {i + 1}/{args.rounds} {preset}: {m['fps']:,.0f} frames/s", flush=True)

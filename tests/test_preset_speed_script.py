@@ -57,3 +57,22 @@ def test_a_preset_of_another_env_family_is_refused(capsys):
     with pytest.raises(SystemExit):
         preset_speed.main(["--presets=atari_vtrace_fast,classic_vtrace"])
     assert "Atari presets only (--game names the game); not Atari: classic_vtrace" in capsys.readouterr().err
+
+
+def test_an_entry_may_add_train_flags_to_its_preset():
+    """A candidate is measured before it becomes a preset: ``PRESET --flag=value ...`` is what ``seed-rl train``
+    resolves from those flags."""
+    config = preset_speed.measured_config("atari_ppo_fast --batch_mode=split --env_batch_size=16", "Pong", "/tmp/x")
+    assert config.agent.batch_mode == "split" and config.run.env_batch_size == 16
+    assert config.agent.epochs == 4 and config.run.num_actors == 2  # the rest is the preset's
+    with pytest.raises(ValueError, match="no_such_flag"):
+        preset_speed.entry_config("atari_ppo_fast --no_such_flag=1")
+
+
+def test_an_entry_with_a_bad_flag_or_named_twice_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        preset_speed.main(["--presets=atari_vtrace_fast,atari_ppo_fast --batch_mode=sideways"])
+    assert "--presets: 'atari_ppo_fast --batch_mode=sideways'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        preset_speed.main(["--presets=atari_ppo_fast,atari_ppo_fast"])
+    assert "named twice" in capsys.readouterr().err
