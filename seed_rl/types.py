@@ -200,6 +200,12 @@ class StepBatch(NamedTuple):
     """Each field [k, ...]; ``observation`` is an array or a flat dict of arrays."""
     raw_rewards: np.ndarray
     """float32 [k]: the unclipped, unscaled reward (e.g. the game score), for episode statistics."""
+    life_lost: Optional[np.ndarray] = None
+    """bool [k] or None (all false): the step lost a life and the game goes on (Atari's
+    ``--terminal_on_life_loss``). Such a row also has ``done`` set, so that learning treats the step as terminal
+    (no bootstrapping across it, a fresh recurrent state), but the episode goes on: its statistics (return, frames,
+    steps) keep counting until a ``done`` row without ``life_lost``. Ignored where ``done`` is false or
+    ``abandoned`` is set. Never stored in unrolls: only the learner's episode statistics read it."""
 
 
 @dataclasses.dataclass(frozen=True)

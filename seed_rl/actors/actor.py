@@ -9,6 +9,9 @@ original (common/actor.py):
 * the first message of a connection carries reward 0, done False and the reset observation;
 * when an episode ends, the message carries the last reward, ``done`` and the observation *after the reset*;
 * every (re)connection draws a fresh random int64 run id per env, so the learner resets that env's state;
+* a step whose ``info`` holds ``life_lost`` (Atari's ``--terminal_on_life_loss``) is sent with ``done`` and
+  ``life_lost`` set and the next observation of the same game (no reset): terminal for learning, while the
+  learner's episode statistics go on counting the game (`seed_rl.types.StepBatch.life_lost`);
 * a truncated episode (gymnasium ``truncated``, e.g. a time limit) is sent with the original's two-message
   protocol, generalised to any number of envs: an extra message with only the truncated envs' rows carries the
   terminal observation and last reward with ``done = False`` (the returned actions are ignored), then the regular
@@ -32,7 +35,7 @@ import logging
 import os
 import threading
 import time
-from typing import Any, List, Optional
+from typing import Any, List, Mapping, Optional
 
 import numpy as np
 
@@ -107,6 +110,7 @@ class _EnvSlot:
         self.raw_reward = 0.0
         self.done = False
         self.abandoned = False
+        self.life_lost = False
         self.episode_step = 0
 
 
@@ -254,6 +258,8 @@ class Actor:
                 episode_step=np.array([s.episode_step for s in slots], np.int32),
             ),
             raw_rewards=np.array([s.raw_reward for s in slots], np.float32),
+            # sent only when a row lost a life: the field is absent from every other message
+            life_lost=np.array([s.life_lost for s in slots], np.bool_) if any(s.life_lost for s in slots) else None,
         )
 
     def _loop(self, client: LearnerClient, groups: List[List[_EnvSlot]], max_steps: Optional[int]) -> None:
@@ -306,6 +312,7 @@ class Actor:
                     slot.observation, slot.next_observation = slot.next_observation, None
                     slot.reward = slot.raw_reward = 0.0
                     slot.done = slot.abandoned = True
+                    slot.life_lost = False
                     slot.episode_step = 0
             group_steps[g] += 1
             self.steps = min(group_steps)
@@ -353,8 +360,12 @@ class Actor:
             slot.raw_reward = float(slot.raw_reward_of(result.reward, result.info))
             slot.abandoned = False
             slot.done = result.terminated or result.truncated
+            slot.life_lost = False
             slot.observation = result.observation
-            if slot.done:
+            if not slot.done and isinstance(result.info, Mapping) and result.info.get("life_lost"):
+                # terminal for learning; the game goes on (no reset), and so does its episode
+                slot.done = slot.life_lost = True
+            elif slot.done:
                 self.episodes += 1
                 if result.truncated and not result.terminated:
                     truncated.append(slot)

@@ -109,10 +109,18 @@ class AtariOptions:
         1, "Atari, --atari_engine=ale_vector only: worker threads of each engine (one per group of an actor's "
         "envs); 0: one per env, at most the cores. Actors are the unit of parallelism, hence 1."
     )
+    terminal_on_life_loss: bool = field(
+        False, "Atari: a lost life is terminal for learning (no bootstrapping across it, as OpenAI baselines' and "
+        "CleanRL's EpisodicLifeEnv) while the game goes on and episode statistics count whole games; false: the "
+        "original (a life loss is an ordinary step). The gymnasium engine only."
+    )
 
     def __post_init__(self) -> None:
         if self.atari_engine not in ATARI_ENGINES:
             raise ValueError(f"atari_engine must be one of {', '.join(ATARI_ENGINES)}, got {self.atari_engine!r}")
+        if self.terminal_on_life_loss and self.atari_engine == "ale_vector":
+            raise ValueError("terminal_on_life_loss needs atari_engine=gymnasium (the vector engine does not report "
+                             "life losses here)")
         if self.atari_engine_threads < 0:
             raise ValueError(f"atari_engine_threads must be >= 0 (0: one per env), got {self.atari_engine_threads}")
         if self.frame_stack < 1:
@@ -218,7 +226,8 @@ def create_atari_environment(config: EnvConfig, env_id: int = 0) -> gymnasium.En
     env = make_ale_env(config.name, options.sticky_actions, options.max_episode_frames, obs_type="ram",
                        full_action_space=options.full_action_space)
     env = AtariPreprocessing(
-        env, frame_skip=config.num_action_repeats, max_random_noops=options.max_random_noops
+        env, frame_skip=config.num_action_repeats, max_random_noops=options.max_random_noops,
+        terminal_on_life_loss=options.terminal_on_life_loss,
     )
     if options.frame_stack > 1:
         env = FrameStack(env, options.frame_stack)
@@ -268,7 +277,9 @@ class AtariPreprocessing(gymnasium.Wrapper):
     * The frame is resized to ``screen_size x screen_size`` with ``cv2.INTER_LINEAR``: ``uint8 [84, 84, 1]``.
     * After each reset, 1..``max_random_noops`` no-op actions (action 0, uniform, drawn from the env's
       ``np_random``), resetting again if the game ends during them; the reset ``info`` holds ``noops``.
-    * ``terminal_on_life_loss`` (off in SEED RL) reports ``terminated`` when a life is lost.
+    * ``terminal_on_life_loss`` (off in SEED RL): a step that loses a life, the game not over, says so in its
+      ``info["life_lost"]``; ``terminated`` stays false and the game goes on (the actor makes that step terminal
+      for learning only: `seed_rl.types.StepBatch.life_lost`).
 
     ``terminated`` and ``truncated`` pass through from the inner env (a time limit stays a truncation).
     """
@@ -332,10 +343,6 @@ class AtariPreprocessing(gymnasium.Wrapper):
         for time_step in range(self.frame_skip):
             _, reward, terminated, truncated, info = self.env.step(action)
             total_reward += float(reward)
-            if self.terminal_on_life_loss:
-                lives = self._ale.lives()
-                terminated = terminated or lives < self._lives
-                self._lives = lives
             ended = terminated or truncated
             # Fetch the last two frames of the skip (only the last one when frame_skip == 1, the fix of the
             # original's bug), and the frame where the episode ended.
@@ -344,6 +351,11 @@ class AtariPreprocessing(gymnasium.Wrapper):
                 num_frames += 1
             if ended:
                 break
+        if self.terminal_on_life_loss:
+            lives = self._ale.lives()
+            if lives < self._lives and not (terminated or truncated):
+                info = {**info, "life_lost": True}
+            self._lives = lives
         return self._observation(num_frames), total_reward, terminated, truncated, info
 
     def _observation(self, num_frames: int) -> np.ndarray:

@@ -211,12 +211,12 @@ class InferenceStep(tf.Module):
             self._make_tables(num_envs, state_spec, action_tensor_spec, env_spec, agent_output_spec, unroll_length,
                               num_overlapping_steps)
         # The compiled step takes the per-env scalars packed into two arrays (ids, run ids, episode step, done,
-        # abandoned as int64; reward, raw reward as float32) plus the observation leaves: each tensor handed to a
+        # abandoned, life lost as int64; reward, raw reward as float32) plus the observation leaves: each tensor handed to a
         # TF function costs Python time on every call, more than a small network's ops take to run (measured:
         # benchmarks/RESULTS.md, "Why the fast paths exist").
         self._observation_spec = specs_lib.observation_tensor_spec(observation_spec)
         self._observation_dtypes = [s.dtype.as_numpy_dtype for s in tf.nest.flatten(self._observation_spec)]
-        self.input_signature = (tf.TensorSpec([None, 5], tf.int64), tf.TensorSpec([None, 2], tf.float32),
+        self.input_signature = (tf.TensorSpec([None, 6], tf.int64), tf.TensorSpec([None, 2], tf.float32),
                                 self._observation_spec)
         self._compiled = tf.function(self._packed_step, input_signature=self.input_signature)
         self.fast_call = fast_call
@@ -256,14 +256,17 @@ class InferenceStep(tf.Module):
         ints, floats, *observations = flat
         return self._compiled(ints, floats, tf.nest.pack_sequence_as(self._observation_spec, observations))
 
-    def __call__(self, env_ids, run_ids, env_outputs: EnvOutput, raw_rewards) -> InferenceOutput:
+    def __call__(self, env_ids, run_ids, env_outputs: EnvOutput, raw_rewards, life_lost=None) -> InferenceOutput:
         """One inference step over n rows (numpy arrays or tensors): see the module docstring. Rows that were
-        refused are marked in ``InferenceOutput.refused``."""
+        refused are marked in ``InferenceOutput.refused``. ``life_lost`` (None: all false) marks ``done`` rows
+        whose episode goes on (`seed_rl.types.StepBatch.life_lost`): only the episode statistics read it."""
         if self._call is None:
             self._call, self._executor_choice = self._make_caller()
         call = self._call
+        lost = np.zeros(np.shape(env_ids), np.int64) if life_lost is None else np.asarray(life_lost)
         ints = np.stack([np.asarray(env_ids), np.asarray(run_ids), np.asarray(env_outputs.episode_step),
-                         np.asarray(env_outputs.done), np.asarray(env_outputs.abandoned)], axis=1).astype(np.int64)
+                         np.asarray(env_outputs.done), np.asarray(env_outputs.abandoned), lost],
+                        axis=1).astype(np.int64)
         floats = np.stack([np.asarray(env_outputs.reward), np.asarray(raw_rewards)], axis=1).astype(np.float32)
         observations = [np.asarray(x, dtype) for x, dtype in
                         zip(tf.nest.flatten(env_outputs.observation), self._observation_dtypes)]
@@ -283,9 +286,10 @@ class InferenceStep(tf.Module):
         env_outputs = EnvOutput(reward=floats[:, 0], done=tf.cast(ints[:, 3], tf.bool), observation=observation,
                                 abandoned=tf.cast(ints[:, 4], tf.bool),
                                 episode_step=tf.cast(ints[:, 2], tf.int32))
-        return self._step(tf.cast(ints[:, 0], tf.int32), ints[:, 1], env_outputs, floats[:, 1])
+        return self._step(tf.cast(ints[:, 0], tf.int32), ints[:, 1], env_outputs, floats[:, 1],
+                          tf.cast(ints[:, 5], tf.bool))
 
-    def _step(self, env_ids, run_ids, env_outputs: EnvOutput, raw_rewards):
+    def _step(self, env_ids, run_ids, env_outputs: EnvOutput, raw_rewards, life_lost):
         # Everything is read and computed first; the writes at the end keep a refused row's values as they were
         # read (see the class docstring).
         n = tf.shape(env_ids)[0]
@@ -306,7 +310,7 @@ class InferenceStep(tf.Module):
 
         # 3. Episode statistics of the rows acted on.
         stored_stats, new_stats, finished_ids, finished, frames = self._episode_statistics(
-            n, env_ids, env_outputs, raw_rewards, reset, ok)
+            n, env_ids, env_outputs, raw_rewards, life_lost, reset, ok)
 
         # 4. Write: reset the new runs, account the episodes, append the training envs' rows to their unrolls,
         # keep the new states and actions; a refused row writes back what was read.
@@ -330,7 +334,7 @@ class InferenceStep(tf.Module):
             finished_env_ids=finished_ids, finished=finished, reset_env_ids=reset_ids, frames=frames,
             refused=refused)
 
-    def _episode_statistics(self, n, env_ids, env_outputs: EnvOutput, raw_rewards, reset, ok) -> tuple:
+    def _episode_statistics(self, n, env_ids, env_outputs: EnvOutput, raw_rewards, life_lost, reset, ok) -> tuple:
         """The step's episode statistics, read and computed, nothing written: ``(stored, new, finished_ids,
         finished, frames)``, the rows' statistics as read and after this step, the ids and statistics of the
         episodes this step finished, and the frames it acted.
@@ -338,7 +342,8 @@ class InferenceStep(tf.Module):
         For the rows acted on (``ok``): this step's reward closes the running episode (a new run, ``reset``, starts
         from zero); a finished episode starts again from zero; then every row counts its frames and one step. A
         truncated episode was reported with one extra step (the terminal observation, see agents/vtrace/loss.py),
-        which is not counted as a frame."""
+        which is not counted as a frame. A ``done`` row that lost a life (``life_lost``, not abandoned) finishes no
+        episode: the game goes on, and so do its statistics."""
         repeats = tf.cast(self.num_action_repeats, tf.int64)
         abandoned = tf.cast(env_outputs.abandoned, tf.bool) & tf.cast(env_outputs.done, tf.bool)
         zeros = EpisodeStats(tf.zeros([n], tf.int64), tf.zeros([n], tf.int32), tf.zeros([n]), tf.zeros([n]))
@@ -346,7 +351,7 @@ class InferenceStep(tf.Module):
         stats = _where_rows(reset, zeros, stored_stats)
         stats = stats._replace(episode_return=stats.episode_return + env_outputs.reward,
                                raw_return=stats.raw_return + raw_rewards)
-        done = tf.cast(env_outputs.done, tf.bool) & ~reset & ok
+        done = tf.cast(env_outputs.done, tf.bool) & ~(life_lost & ~abandoned) & ~reset & ok
         finished_ids = tf.boolean_mask(env_ids, done)
         finished = tf.nest.map_structure(lambda t: tf.boolean_mask(t, done), stats)
         fake = tf.cast(tf.boolean_mask(abandoned, done), tf.int64)

@@ -291,7 +291,7 @@ class Learner:
     # -- inference (batcher thread) ------------------------------------------------------------------------
     def _handle(self, batch: StepBatch) -> np.ndarray | PartialAnswer:
         try:
-            out = self.inference(batch.env_ids, batch.run_ids, batch.env_outputs, batch.raw_rewards)
+            out = self.inference(batch.env_ids, batch.run_ids, batch.env_outputs, batch.raw_rewards, batch.life_lost)
         except Exception as e:
             # One failed batch is reported to its actors and training goes on; a step that fails every time
             # is a bug that no actor restart fixes, so the learner stops with it instead of serving errors forever.

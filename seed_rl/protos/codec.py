@@ -76,6 +76,7 @@ _FIELD_DTYPES: dict[str, np.dtype] = {
     "abandoned": np.dtype(np.bool_),
     "episode_step": np.dtype(np.int32),
     "raw_reward": np.dtype(np.float32),
+    "life_lost": np.dtype(np.bool_),
 }
 
 
@@ -224,8 +225,8 @@ def _as_field(value: Any, name: str) -> np.ndarray:
 
 def encode_step_batch(step_batch: StepBatch) -> pb.StepBatch:
     """Encodes a :class:`StepBatch`; the per-env scalar fields are cast to their canonical dtypes (env_ids
-    int32, run_ids int64, reward/raw_reward float32, done/abandoned bool, episode_step int32) when the cast keeps
-    the kind; the observation is sent as is.
+    int32, run_ids int64, reward/raw_reward float32, done/abandoned/life_lost bool, episode_step int32) when the
+    cast keeps the kind; the observation is sent as is; ``life_lost`` only when it is not None.
     """
     env_outputs = step_batch.env_outputs
     message = pb.StepBatch()
@@ -236,6 +237,8 @@ def encode_step_batch(step_batch: StepBatch) -> pb.StepBatch:
     _fill_array(message.abandoned, _as_field(env_outputs.abandoned, "abandoned"))
     _fill_array(message.episode_step, _as_field(env_outputs.episode_step, "episode_step"))
     _fill_array(message.raw_reward, _as_field(step_batch.raw_rewards, "raw_reward"))
+    if step_batch.life_lost is not None:  # absent: no life lost (only actors of terminal_on_life_loss send it)
+        _fill_array(message.life_lost, _as_field(step_batch.life_lost, "life_lost"))
     observation = env_outputs.observation
     if isinstance(observation, Mapping):
         message.observation.extend(encode_observation(observation))
@@ -261,6 +264,7 @@ def decode_step_batch(message: pb.StepBatch) -> StepBatch:
             episode_step=decode_array(message.episode_step, "StepBatch.episode_step"),
         ),
         raw_rewards=decode_array(message.raw_reward, "StepBatch.raw_reward"),
+        life_lost=decode_array(message.life_lost, "StepBatch.life_lost") if message.HasField("life_lost") else None,
     )
 
 

@@ -78,7 +78,7 @@ class HandshakeResponse(_message.Message):
     def __init__(self, protocol_version: _Optional[int] = ..., session_id: _Optional[str] = ..., num_envs: _Optional[int] = ..., env_id_begin: _Optional[int] = ..., env_id_end: _Optional[int] = ..., config_json: _Optional[str] = ..., observation_spec: _Optional[_Iterable[_Union[NamedArraySpec, _Mapping]]] = ..., action_spec: _Optional[_Union[ArraySpec, _Mapping]] = ..., local_stream_address: _Optional[str] = ...) -> None: ...
 
 class StepBatch(_message.Message):
-    __slots__ = ("env_ids", "run_ids", "reward", "done", "abandoned", "episode_step", "raw_reward", "observation")
+    __slots__ = ("env_ids", "run_ids", "reward", "done", "abandoned", "episode_step", "raw_reward", "observation", "life_lost")
     ENV_IDS_FIELD_NUMBER: _ClassVar[int]
     RUN_IDS_FIELD_NUMBER: _ClassVar[int]
     REWARD_FIELD_NUMBER: _ClassVar[int]
@@ -87,6 +87,7 @@ class StepBatch(_message.Message):
     EPISODE_STEP_FIELD_NUMBER: _ClassVar[int]
     RAW_REWARD_FIELD_NUMBER: _ClassVar[int]
     OBSERVATION_FIELD_NUMBER: _ClassVar[int]
+    LIFE_LOST_FIELD_NUMBER: _ClassVar[int]
     env_ids: Array
     run_ids: Array
     reward: Array
@@ -95,7 +96,8 @@ class StepBatch(_message.Message):
     episode_step: Array
     raw_reward: Array
     observation: _containers.RepeatedCompositeFieldContainer[NamedArray]
-    def __init__(self, env_ids: _Optional[_Union[Array, _Mapping]] = ..., run_ids: _Optional[_Union[Array, _Mapping]] = ..., reward: _Optional[_Union[Array, _Mapping]] = ..., done: _Optional[_Union[Array, _Mapping]] = ..., abandoned: _Optional[_Union[Array, _Mapping]] = ..., episode_step: _Optional[_Union[Array, _Mapping]] = ..., raw_reward: _Optional[_Union[Array, _Mapping]] = ..., observation: _Optional[_Iterable[_Union[NamedArray, _Mapping]]] = ...) -> None: ...
+    life_lost: Array
+    def __init__(self, env_ids: _Optional[_Union[Array, _Mapping]] = ..., run_ids: _Optional[_Union[Array, _Mapping]] = ..., reward: _Optional[_Union[Array, _Mapping]] = ..., done: _Optional[_Union[Array, _Mapping]] = ..., abandoned: _Optional[_Union[Array, _Mapping]] = ..., episode_step: _Optional[_Union[Array, _Mapping]] = ..., raw_reward: _Optional[_Union[Array, _Mapping]] = ..., observation: _Optional[_Iterable[_Union[NamedArray, _Mapping]]] = ..., life_lost: _Optional[_Union[Array, _Mapping]] = ...) -> None: ...
 
 class ActionBatch(_message.Message):
     __slots__ = ("actions", "refused_env_ids", "refusal")

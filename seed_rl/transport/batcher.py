@@ -114,6 +114,8 @@ def _concat_step_batches(batches: Sequence[StepBatch]) -> StepBatch:
             episode_step=cat([o.episode_step for o in outputs]),
         ),
         raw_rewards=cat([b.raw_rewards for b in batches]),
+        life_lost=None if all(b.life_lost is None for b in batches) else cat(
+            [np.zeros(len(b.env_ids), np.bool_) if b.life_lost is None else b.life_lost for b in batches]),
     )
 
 

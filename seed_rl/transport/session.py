@@ -80,6 +80,7 @@ _SCALAR_FIELDS = (
     ("abandoned", "b", np.dtype(np.bool_)),
     ("episode_step", "iu", np.dtype(np.int32)),
     ("raw_reward", "f", np.dtype(np.float32)),
+    ("life_lost", "b", np.dtype(np.bool_)),
 )
 _KIND_NAMES = {"iu": "an integer", "f": "a floating-point", "b": "a bool"}
 
@@ -185,8 +186,9 @@ def validate_step_batch(
 
     Checks: ``env_ids`` has shape ``[k]``, k >= 1, with unique ids inside ``[env_id_begin, env_id_end)``; every
     scalar field has shape ``[k]`` and the right kind of dtype (int for ids and steps, float for rewards, bool for
-    done/abandoned); the observation has the spec's keys, dtype and shape, with k rows; every float (the rewards
-    after their cast to float32, float observation leaves) is finite; with ``max_abs_reward`` > 0 no reward or raw
+    done/abandoned/life_lost; an absent ``life_lost`` becomes all false); the observation has the spec's keys,
+    dtype and shape, with k rows; every float (the rewards after their cast to float32, float observation leaves)
+    is finite; with ``max_abs_reward`` > 0 no reward or raw
     reward has a larger magnitude, and with ``max_abs_observation`` > 0 no value of a float observation leaf.
 
     Raises:
@@ -208,6 +210,8 @@ def validate_step_batch(
         "abandoned": outputs.abandoned,
         "episode_step": outputs.episode_step,
         "raw_reward": step_batch.raw_rewards,
+        # absent (an actor that never loses lives, or one older than the field): no row lost a life
+        "life_lost": np.zeros(k, np.bool_) if step_batch.life_lost is None else np.asarray(step_batch.life_lost),
     }
     cast = {}
     for name, kinds, canonical in _SCALAR_FIELDS:
@@ -259,6 +263,7 @@ def validate_step_batch(
             episode_step=cast["episode_step"],
         ),
         raw_rewards=cast["raw_reward"],
+        life_lost=cast["life_lost"],
     )
 
 

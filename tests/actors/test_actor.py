@@ -284,6 +284,59 @@ def test_the_raw_reward_is_the_env_familys_rule(monkeypatch, family):
     assert [raw_r for _, raw_r in rewards] == [r * 100.0 if wrapped else r for r, _ in rewards]
 
 
+class _LosesALife(gymnasium.Wrapper):
+    """The counting env whose first step of each episode loses a life (``info["life_lost"]``), the game going on."""
+
+    def reset(self, **kwargs):
+        self._steps = 0
+        return self.env.reset(**kwargs)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self._steps += 1
+        return obs, reward, terminated, truncated, {**info, "life_lost": self._steps == 1}
+
+
+@pytest.mark.parametrize("local_stream", [True, False], ids=["local", "grpc"])
+def test_a_lost_life_is_sent_as_done_with_life_lost_and_the_game_goes_on(monkeypatch, local_stream):
+    """A step whose info says life_lost: done and life_lost set, the observation of the same episode (no reset);
+    life_lost is false on every other row and the episode ends as usual."""
+    monkeypatch.setattr(registry, "_FAMILIES", dict(registry._FAMILIES))
+    register_family(EnvFamily(
+        name="loses_a_life", description="counting, a life lost on each episode's first step",
+        factory=lambda config, env_id: _LosesALife(create_test_environment(config.name, env_id,
+                                                                           config.num_action_repeats))))
+    rows = []
+
+    def handler(batch):
+        eo = batch.env_outputs
+        for i in range(len(batch.env_ids)):
+            if batch.env_ids[i] == 0:
+                rows.append((float(eo.reward[i]), bool(eo.done[i]), bool(batch.life_lost[i]),
+                             eo.observation[i].tolist()))
+        return np.ones(len(batch.env_ids), np.int32)
+
+    config = Config(env=EnvConfig(family="loses_a_life", name="counting:length=3,num_actions=2"),
+                    run=RunConfig(num_actors=1, env_batch_size=2))
+    obs_spec, act_spec = env_specs(config.env)
+    server = InferenceServer("127.0.0.1:0", handler, num_envs=2, env_batch_size=2, observation_spec=obs_spec,
+                             action_spec=act_spec, config_json=config.to_json(), inference_batch_size=2,
+                             max_batch_wait_ms=1.0, local_stream=local_stream)
+    port = server.start()
+    try:
+        _run_actor(f"127.0.0.1:{port}", steps=7)
+    finally:
+        server.stop()
+    assert rows[:6] == [
+        (0.0, False, False, [0, 0, 0, -1]),
+        (2.0, True, True, [0, 0, 1, 1]),   # the life lost: done, and the same episode's next observation
+        (3.0, False, False, [0, 0, 2, 1]),
+        (4.0, True, False, [0, 1, 0, -1]),  # the game over: done, the reset observation
+        (2.0, True, True, [0, 1, 1, 1]),
+        (3.0, False, False, [0, 1, 2, 1]),
+    ]
+
+
 def test_an_env_family_unknown_to_the_actor_is_a_clear_error():
     """A family registered in the learner's process only (from Python) does not exist in actor subprocesses."""
     from seed_rl.actors.actor import EnvConfigError

@@ -297,3 +297,41 @@ def test_minimal_action_set_and_bad_frame_stack():
     assert act_spec.num_values == 6 and obs_spec.shape == (84, 84, 1)  # Pong's minimal set
     with pytest.raises(ValueError, match="frame_stack"):
         AtariOptions(frame_stack=0)
+
+
+def _play_breakout(terminal_on_life_loss: bool, seed: int = 0):
+    """One whole game of Breakout with random minimal-set actions: per step (lives, info's life_lost,
+    terminated)."""
+    env = create_environment(atari_config(name="Breakout", full_action_space=False, max_random_noops=0,
+                                          terminal_on_life_loss=terminal_on_life_loss), 0)
+    ale = env.unwrapped.ale
+    rng = np.random.default_rng(seed)
+    env.reset(seed=seed)
+    steps = []
+    for _ in range(20_000):
+        _, _, terminated, truncated, info = env.step(int(rng.integers(4)))
+        steps.append((ale.lives(), bool(info.get("life_lost")), terminated))
+        if terminated or truncated:
+            break
+    env.close()
+    return steps
+
+
+def test_terminal_on_life_loss_reports_each_lost_life_and_the_game_goes_on():
+    """Each life lost before the last is one step with info["life_lost"] and no termination; the game ends on
+    the last life with terminated (not life_lost), as OpenAI baselines' EpisodicLifeEnv ends learning episodes
+    but not games. Off (the original), no step says life_lost and the game is the same."""
+    steps = _play_breakout(True)
+    lost = [i for i, (_, life_lost, _) in enumerate(steps) if life_lost]
+    lives = [lv for lv, _, _ in steps]
+    assert steps[-1][2] and not steps[-1][1], "the game ends with terminated, not a life loss"
+    assert not any(terminated for _, _, terminated in steps[:-1])
+    assert len(lost) == 4, f"Breakout's 5 lives: 4 losses before the game ends, got {len(lost)}"
+    for i in lost:  # the step that lost the life is where the count drops
+        assert lives[i] == (lives[i - 1] if i else 5) - 1
+    assert _play_breakout(False) == [(lv, False, t) for lv, _, t in steps]  # same game, nothing reported
+
+
+def test_terminal_on_life_loss_needs_the_gymnasium_engine():
+    with pytest.raises(ValueError, match="terminal_on_life_loss needs atari_engine=gymnasium"):
+        AtariOptions(terminal_on_life_loss=True, atari_engine="ale_vector")

@@ -36,7 +36,7 @@ def make(num_envs=2, unroll_length=2, repeats=1, overlap=0, num_eval_envs=0):
                          tf.Variable(7, dtype=tf.int64), num_overlapping_steps=overlap, num_eval_envs=num_eval_envs)
 
 
-def step(inf, env_ids, run_ids, obs, reward=None, done=None, abandoned=None):
+def step(inf, env_ids, run_ids, obs, reward=None, done=None, abandoned=None, life_lost=None):
     n = len(env_ids)
     eo = EnvOutput(
         reward=np.asarray(reward if reward is not None else [0.0] * n, np.float32),
@@ -44,7 +44,8 @@ def step(inf, env_ids, run_ids, obs, reward=None, done=None, abandoned=None):
         observation=np.asarray(obs, np.int32).reshape(n, 1),
         abandoned=np.asarray(abandoned if abandoned is not None else [False] * n, bool),
         episode_step=np.zeros(n, np.int32))
-    return inf(np.asarray(env_ids, np.int32), np.asarray(run_ids, np.int64), eo, eo.reward)
+    return inf(np.asarray(env_ids, np.int32), np.asarray(run_ids, np.int64), eo, eo.reward,
+               None if life_lost is None else np.asarray(life_lost, bool))
 
 
 def test_state_and_prev_action_round_trip_and_unroll_layout():
@@ -102,6 +103,26 @@ def test_truncated_episode_does_not_count_the_extra_terminal_step():
     assert out.finished.episode_return.numpy().tolist() == [2.0]
     assert out.finished.steps.numpy().tolist() == [2]
     assert int(out.frames) == 0
+
+
+def test_a_lost_life_is_done_for_the_unrolls_but_the_episode_statistics_go_on():
+    """A done row with life_lost (Atari's terminal_on_life_loss) finishes no episode: the game's return, steps and
+    frames add up over its lives until a done row without it; the unroll stores the done row as done."""
+    inf = make(num_envs=2, unroll_length=3, repeats=4)
+    step(inf, [0, 1], [1, 1], [0, 0])
+    out = step(inf, [0, 1], [1, 1], [0, 0], reward=[1.0, 1.0], done=[True, True], life_lost=[True, False])
+    assert out.finished_env_ids.numpy().tolist() == [1]  # env 1's game ended; env 0 lost a life only
+    step(inf, [0, 1], [1, 1], [0, 0], reward=[2.0, 0.0])
+    out = step(inf, [0, 1], [1, 1], [0, 0], reward=[3.0, 0.0], done=[True, False])
+    assert out.finished_env_ids.numpy().tolist() == [0]
+    assert out.finished.episode_return.numpy().tolist() == [6.0]
+    assert out.finished.steps.numpy().tolist() == [3] and out.finished.frames.numpy().tolist() == [12]
+    assert out.completed_env_ids.numpy().tolist() == [0, 1]
+    assert out.unrolls.env_outputs.done.numpy()[0].tolist() == [False, True, False, True]  # env 0's unroll
+    # life_lost on a row without done, or with abandoned, changes nothing: that episode ends or goes on as usual
+    out = step(inf, [0, 1], [1, 1], [0, 0], reward=[1.0, 1.0], done=[False, True], abandoned=[False, True],
+               life_lost=[True, True])
+    assert out.finished_env_ids.numpy().tolist() == [1]
 
 
 def test_first_message_of_a_new_run_never_finishes_an_episode():

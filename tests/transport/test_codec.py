@@ -166,6 +166,15 @@ def test_step_batch_round_trip_plain_observation():
     _assert_step_batches_equal(codec.decode_step_batch(message), batch)
 
 
+def test_life_lost_is_sent_only_when_given_and_round_trips():
+    batch = _step_batch(np.zeros((2, 3), np.uint8))
+    message = _through_the_wire(codec.encode_step_batch(batch))
+    assert not message.HasField("life_lost") and codec.decode_step_batch(message).life_lost is None
+    lost = batch._replace(life_lost=np.array([True, False]))
+    decoded = codec.decode_step_batch(_through_the_wire(codec.encode_step_batch(lost)))
+    assert decoded.life_lost.dtype == np.bool_ and decoded.life_lost.tolist() == [True, False]
+
+
 def test_step_batch_round_trip_dict_observation_keeps_key_order():
     observation = {
         "pixels": np.ones((2, 4, 4, 3), np.uint8),

@@ -507,6 +507,14 @@ def _scalar_field_wrong_length(m):
     m.raw_reward.CopyFrom(codec.encode_array(np.zeros(3, np.float32)))
 
 
+def _life_lost_wrong_dtype(m):
+    m.life_lost.CopyFrom(codec.encode_array(np.array([0, 1], np.int32)))
+
+
+def _life_lost_wrong_length(m):
+    m.life_lost.CopyFrom(codec.encode_array(np.zeros(1, np.bool_)))
+
+
 def _env_ids_not_a_vector(m):
     m.env_ids.CopyFrom(codec.encode_array(np.zeros((1, 2), np.int32)))
 
@@ -537,6 +545,8 @@ def _object_dtype(m):
             _scalar_field_wrong_length,
             r"StepBatch\.raw_reward: shape \(3,\) does not match env_ids' shape \(2,\)",
         ),
+        (_life_lost_wrong_dtype, r"StepBatch\.life_lost: dtype int32 is not a bool dtype"),
+        (_life_lost_wrong_length, r"StepBatch\.life_lost: shape \(1,\) does not match env_ids' shape \(2,\)"),
         (_env_ids_not_a_vector, r"StepBatch\.env_ids: shape \(1, 2\); expected \[k\]"),
         (_no_observation, r"StepBatch\.observation: missing"),
         (_dict_observation, r"StepBatch\.observation: got a dict with keys \['pixels'\]"),
