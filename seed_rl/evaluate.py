@@ -127,6 +127,8 @@ class Policy:
 
     ``reset()`` at the start of every episode, then ``act(observation, reward)`` for every observation, where
     ``reward`` is the reward the previous action earned (the network's input when it has one; 0 on the first step).
+    For a run trained with ``--terminal_on_life_loss``, pass ``life_lost=True`` with the observation that follows
+    a lost life (the env's ``info["life_lost"]``): the agent saw that step as ``done`` in training.
     ``act`` returns the action as a numpy value of the action spec's dtype (a Python int for discrete actions).
     Built by :func:`load_policy`; the step is the agent's compiled policy step, the same graph the learner's
     inference runs for one env.
@@ -147,9 +149,9 @@ class Policy:
         self._prev_action = tf.zeros([1], tf.int32)
         self._steps = 0
 
-    def act(self, observation: Any, reward: float = 0.0) -> Any:
+    def act(self, observation: Any, reward: float = 0.0, life_lost: bool = False) -> Any:
         env_output = EnvOutput(
-            reward=tf.constant([reward], tf.float32), done=tf.constant([False]),
+            reward=tf.constant([reward], tf.float32), done=tf.constant([bool(life_lost)]),
             observation=tf.nest.map_structure(lambda x: tf.convert_to_tensor(np.asarray(x)[None]), observation),
             abandoned=tf.constant([False]), episode_step=tf.constant([self._steps], tf.int32))
         action, self._state = self._step(self._prev_action, env_output, self._state)

@@ -353,7 +353,7 @@ class AtariPreprocessing(gymnasium.Wrapper):
                 break
         if self.terminal_on_life_loss:
             lives = self._ale.lives()
-            if lives < self._lives and not (terminated or truncated):
+            if 0 < lives < self._lives and not (terminated or truncated):  # as baselines' EpisodicLifeEnv
                 info = {**info, "life_lost": True}
             self._lives = lives
         return self._observation(num_frames), total_reward, terminated, truncated, info

@@ -12,7 +12,7 @@ import threading
 import time
 import warnings
 import weakref
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Mapping, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -84,12 +84,15 @@ def play_episodes(agent: Agent, step: Callable, env, num_episodes: int,
             abandoned=tf.constant([False]), episode_step=tf.constant([steps], tf.int32))
         action, state = step(prev_action, env_output, state)
         prev_action = action
-        obs, step_reward, terminated, truncated, _ = env.step(env_action(action))
+        obs, step_reward, terminated, truncated, info = env.step(env_action(action))
         reward = float(step_reward)
         total += reward
         steps += 1
-        done = bool(terminated or truncated)
-        if done:
+        ended = bool(terminated or truncated)
+        # The agent's next input is done on a lost life too (--terminal_on_life_loss), as in training; the episode,
+        # its return and the env's reset are the game's.
+        done = ended or bool(isinstance(info, Mapping) and info.get("life_lost"))
+        if ended:
             returns.append(total)
             if on_episode is not None:
                 on_episode(Episode(len(returns) - 1, total, steps))

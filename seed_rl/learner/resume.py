@@ -62,14 +62,28 @@ def _flatten(value: Any, prefix: str = "") -> dict:
 
 
 def _by_flag(config_json: str) -> dict:
-    """A config.json with its run and agent sections by flag name and the fields it lacks at their defaults, so
-    that the layouts of every version compare alike: run fields in sections or not, optimizer fields in
-    ``agent.optimizer`` or among the agent's, fields added since. An agent nobody registered stays as written."""
+    """A config.json with its run and agent sections by flag name and the fields it lacks at their defaults (and
+    the env family's options too), so that the layouts of every version compare alike: run fields in sections or
+    not, optimizer fields in ``agent.optimizer`` or among the agent's, fields added since. An agent nobody registered stays as written."""
     d = json.loads(config_json)
     for key, cls in (("run", RunConfig), ("agent", _agent_class(d.get("agent_name")))):
         if cls is not None and isinstance(d.get(key), dict):
             d[key] = {**to_dict(flat_values(cls())), **flat_dict(cls, d[key])}
+    env = d.get("env")
+    if isinstance(env, dict) and isinstance(env.get("options"), dict):  # env options added since, at defaults
+        options = _options_class(env.get("family"))
+        if options is not None:
+            env["options"] = {**to_dict(options()), **env["options"]}
     return d
+
+
+def _options_class(family: Any) -> Optional[type]:
+    from seed_rl.envs import get_family
+
+    try:
+        return get_family(str(family)).options
+    except ValueError:
+        return None
 
 
 def _agent_class(name: Any) -> Optional[type]:

@@ -196,7 +196,7 @@ def test_options_survive_the_json_round_trip_of_the_handshake():
     back = Config.from_json(config.to_json())
     assert back.env.options == {"max_random_noops": 5, "sticky_actions": True, "max_episode_frames": 400,
                                 "full_action_space": True, "frame_stack": 1, "atari_engine": "gymnasium",
-                                "atari_engine_threads": 1}
+                                "atari_engine_threads": 1, "terminal_on_life_loss": False}
     assert resolve_env_config(back.env) == config.env
     for env in (EnvConfig(), EnvConfig(family="test", name="counting")):  # no options: null in JSON
         assert Config.from_json(Config(env=env).to_json()).env == env

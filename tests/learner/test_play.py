@@ -3,6 +3,8 @@ hands to a gymnasium env: what each kind of action space takes."""
 
 from __future__ import annotations
 
+import types
+
 import gymnasium
 import numpy as np
 import tensorflow as tf
@@ -47,3 +49,42 @@ def test_policy_step_is_compiled_once_per_agent_and_mode_and_does_not_keep_the_a
     del agent, greedy
     gc.collect()
     assert ref() is None
+
+
+class _LifeEnv(gymnasium.Env):
+    """Reward 1 per step; steps 2 and 4 of each game lose a life (info), step 6 ends the game."""
+
+    observation_space = gymnasium.spaces.Box(0, 1, (1,), np.float32)
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.zeros(1, np.float32), 1.0, self.t == 6, False, {"life_lost": self.t in (2, 4)}
+
+
+class _ZeroActionAgent:
+    def initial_state(self, n):
+        return ()
+
+    def agent_output_spec(self, n=1):
+        return types.SimpleNamespace(action=tf.TensorSpec([1], tf.int32))
+
+
+def test_play_feeds_a_lost_life_as_done_but_counts_whole_games():
+    """As in training with --terminal_on_life_loss: the agent's input after a lost life is done, while the
+    returns (and resets) are the games'."""
+    from seed_rl.learner.play import play_episodes
+
+    dones = []
+
+    def step(prev_action, env_output, state):
+        dones.append(bool(env_output.done.numpy()[0]))
+        return tf.zeros([1], tf.int32), state
+
+    returns = play_episodes(_ZeroActionAgent(), step, _LifeEnv(), num_episodes=2)
+    assert returns == [6.0, 6.0]
+    assert dones[:7] == [False, False, True, False, True, False, True]  # the game over is done too

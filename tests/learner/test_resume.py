@@ -91,6 +91,16 @@ def test_config_changes_ignores_where_the_learner_serves():
     assert config_changes(old, new) == [ConfigChange("run.batch_size", 2, 4)]
 
 
+def test_an_env_option_added_since_a_run_began_is_no_change_at_its_default():
+    """A config.json written before an option existed (Atari's terminal_on_life_loss) resumes without a change
+    line for it; a value other than the default is still a change."""
+    old = '{"env": {"family": "atari", "name": "Pong", "options": {"frame_stack": 4}}, "run": {}}'
+    new = ('{"env": {"family": "atari", "name": "Pong", "options": {"frame_stack": 4, '
+           '"terminal_on_life_loss": %s}}, "run": {}}')
+    assert config_changes(old, new % "false") == []
+    assert config_changes(old, new % "true") == [ConfigChange("env.options.terminal_on_life_loss", False, True)]
+
+
 def test_a_config_the_agent_refuses_creates_no_run_directory(tmp_path):
     logdir = str(tmp_path / "pendulum")
     config = _config(logdir)
