@@ -224,9 +224,10 @@ def test_seeds_flags_are_checked():
 
 
 def test_the_ppo_probes_results_were_made_with_what_the_atari_ppo_fast_preset_now_holds(tmp_path):
-    """The preset is the flags of the committed PPO probe on Pong (``--tag=ppo2c``), made one name: the probe's
-    recorded train command, resolved, is the preset's config but for the run's own seed, budget and paths; and the
-    config line its results file recorded from the run's config.json is the one the preset's config gives."""
+    """The preset is the flags of the committed PPO probe on Pong (``--tag=lay``: ``atari_ppo_fast`` as it was
+    then, plus the flags that made it the preset it is now), made one name: each seed's recorded train command,
+    resolved, is the preset's config but for the run's own seed, budget and paths; and the config line its
+    results file recorded from the run's config.json is the one the preset's config gives."""
     import dataclasses
     import shlex
 
@@ -234,19 +235,21 @@ def test_the_ppo_probes_results_were_made_with_what_the_atari_ppo_fast_preset_no
     from seed_rl.config import to_dict
     from seed_rl.configs import get_preset
 
-    recorded = json.loads((BENCHMARKS / "results" / "atari_Pong_ppo_ppo2c_seeds.json").read_text())["data"]
+    recorded = json.loads((BENCHMARKS / "results" / "atari_Pong_ppo_lay_seeds.json").read_text())["data"]
     preset = get_preset("atari_ppo_fast")
-    command = shlex.split(recorded["per_seed"][0]["train_commands"][0])
-    assert command[:2] == ["seed_rl", "train"] and "--preset=atari_ppo" in command
-    fv, fields = cli._make_flags("train")
-    fv(["seed-rl", *command[2:]])
-    probe = to_dict(cli.resolve_config(fv, fields))
     expected = to_dict(preset)
-    for config in (probe, expected):  # the run's own: its seed, budget, run directory, checkpoint and summary paths
-        for section, key in (("run", "seed"), ("env", "seed"), ("run", "total_environment_frames")):
-            config[section].pop(key, None)
-        config["run"]["tracking"].pop("logdir")
-    assert probe == expected
+    for per_seed in recorded["per_seed"]:
+        for train_command in per_seed["train_commands"]:
+            command = shlex.split(train_command)
+            assert command[:2] == ["seed_rl", "train"] and "--preset=atari_ppo_fast" in command
+            fv, fields = cli._make_flags("train")
+            fv(["seed-rl", *command[2:]])
+            probe = to_dict(cli.resolve_config(fv, fields))
+            for config in (probe, expected):  # the run's own: its seed, budget, run directory and paths
+                for section, key in (("run", "seed"), ("env", "seed"), ("run", "total_environment_frames")):
+                    config[section].pop(key, None)
+                config["run"]["tracking"].pop("logdir", None)
+            assert probe == expected
 
     config = dataclasses.replace(preset, run=dataclasses.replace(preset.run, seed=recorded["config_seed"]))
     (tmp_path / "config.json").write_text(config.to_json())

@@ -62,9 +62,12 @@ def test_a_preset_of_another_env_family_is_refused(capsys):
 def test_an_entry_may_add_train_flags_to_its_preset():
     """A candidate is measured before it becomes a preset: ``PRESET --flag=value ...`` is what ``seed-rl train``
     resolves from those flags."""
-    config = preset_speed.measured_config("atari_ppo_fast --batch_mode=split --env_batch_size=16", "Pong", "/tmp/x")
-    assert config.agent.batch_mode == "split" and config.run.env_batch_size == 16
-    assert config.agent.epochs == 4 and config.run.num_actors == 2  # the rest is the preset's
+    from seed_rl.configs import get_preset
+
+    config = preset_speed.measured_config("atari_ppo_fast --batch_mode=shuffle --env_batch_size=4", "Pong", "/tmp/x")
+    assert config.agent.batch_mode == "shuffle" and config.run.env_batch_size == 4
+    preset = get_preset("atari_ppo_fast")
+    assert (config.agent.epochs, config.run.num_actors) == (preset.agent.epochs, preset.run.num_actors)
     with pytest.raises(ValueError, match="no_such_flag"):
         preset_speed.entry_config("atari_ppo_fast --no_such_flag=1")
 

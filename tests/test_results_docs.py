@@ -156,7 +156,7 @@ DOC_SETTINGS: Dict[str, Dict[str, str]] = {
                                           "2.5 3.19 3.1948 4.8 5.5 5.5339 1.2542 7.3309 -1",
         "the presets' sizes: batches, unrolls, burn-ins, replays, networks, actors, frame budgets, intervals, "
         "frames, thresholds": "18 25 29 30 32 40 50 72 80 84 96 100 128 141 200 250 256 300 400 500 512 600 1,000 "
-                              "2000 2048 2500 4000 5000 10K 20K 25K 100K 108K 200K 2M 16M",
+                              "1,024 2000 2048 2500 4000 5000 10K 20K 25K 100K 108K 200K 2M 16M",
         "arithmetic on those settings (200K frames / 80 per step, 4000 x 29 steps in GiB)": "2,500 0.85",
         "random play's scores: Breakout's published, catch's as its test states; the catch test's threshold":
             "1.7 -0.57 0.8",
@@ -170,7 +170,7 @@ DOC_SETTINGS: Dict[str, Dict[str, str]] = {
         "arithmetic on settings: 2 threads per task + 11, ~760 threads of 250 streams, 200% of two cores":
             "11 250 760 200"},
     "docs/usage.md": {
-        "the presets' settings as their table states them": "0.2 0.9 0.95 100 100K 128 256 640 4000 1,000M",
+        "the presets' settings as their table states them": "0.2 0.9 0.95 32 100 100K 1,024 256 640 4000 1,000M",
         "atari_r2d2_gcp's replay size, as required_bytes computes it from the preset": "84"},
 }
 
