@@ -425,7 +425,8 @@ def _config_text(logdir: str) -> str:
             "network", "lstm_size", "optimizer", "learning_rate", "lr_schedule", "entropy_cost",
             "max_abs_reward", "discounting", "use_reward_and_action", "burn_in", "initializer", "clip_norm",
             "replay_buffer_size", "replay_ratio", "n_steps", "torso", "stack_size", "batch_mode", "epochs",
-            "minibatches", "policy_loss")))
+            "minibatches", "policy_loss", "epsilon", "normalize_advantages", "lambda_", "baseline_cost",
+            "value_clip_eps")))
 
 
 def report(args) -> Optional[str]:

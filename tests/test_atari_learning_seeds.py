@@ -224,10 +224,11 @@ def test_seeds_flags_are_checked():
 
 
 def test_the_ppo_probes_results_were_made_with_what_the_atari_ppo_fast_preset_now_holds(tmp_path):
-    """The preset is the flags of the committed PPO probe on Pong (``--tag=lay``: ``atari_ppo_fast`` as it was
-    then, plus the flags that made it the preset it is now), made one name: each seed's recorded train command,
-    resolved, is the preset's config but for the run's own seed, budget and paths; and the config line its
-    results file recorded from the run's config.json is the one the preset's config gives."""
+    """The preset is what the committed PPO probe on Pong (``--tag=lay``) trained: each seed's recorded train
+    command, resolved today, is the preset's config but for the run's own seed, budget and paths (which catches a
+    change of the fields those commands name); and the config line its results file recorded from the run's own
+    config.json (the layout, the optimiser and the PPO loss's settings) is the one the preset's config gives
+    (which catches a change of any field the line shows)."""
     import dataclasses
     import shlex
 

@@ -79,3 +79,14 @@ def test_an_entry_with_a_bad_flag_or_named_twice_is_refused(capsys):
     with pytest.raises(SystemExit):
         preset_speed.main(["--presets=atari_ppo_fast,atari_ppo_fast"])
     assert "named twice" in capsys.readouterr().err
+
+
+def test_entries_with_flags_are_references_and_only_presets_are_judged():
+    import render_results
+
+    assert preset_speed.is_preset("atari_ppo_fast") and not preset_speed.is_preset("atari_ppo_fast --epochs=1")
+    assert render_results._preset_speed_verdict({"a --x=1": False, "b": True}) == render_results._pass(True)
+    assert render_results._preset_speed_verdict({"a --x=1": True, "b": False}) == render_results._pass(False)
+    assert render_results._preset_speed_verdict({"a --x=1": True}).startswith("nothing judged")
+    with pytest.raises(ValueError, match="may not name another preset"):
+        preset_speed.entry_config("atari_ppo_fast --preset=atari_vtrace_fast")

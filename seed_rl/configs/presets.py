@@ -81,11 +81,14 @@ def atari_ppo_fast() -> Config:
     "atari_ppo_fast"): 2 actors x 16 envs with unrolls of 32 (CleanRL: 8 envs x 128 steps), so that inference
     batches are larger and frames cheaper; 2 epochs of 8 minibatches of 128 transitions (CleanRL: 4 of 4 of 256),
     the same 16 updates per batch at half the learner's compute, which on two cores is what limits frames/s;
-    IMPALA's shallow torso (as ``atari_ppo`` and ``atari_vtrace_fast``); a constant learning rate (CleanRL's
-    decays linearly over 40M frames, to 75% of its start at 10M); the family's PPO losses (the original's ratio
-    bounds [1/1.1, 1.1], no value clipping where CleanRL clips at 0.1); no fire-on-reset, and no life-loss
-    episode ends unless ``--terminal_on_life_loss`` (the original's Atari env has neither); the 108K-frame episode
-    cap. Measured on Pong (docs/presets.md, "atari_ppo_fast")."""
+    GAE bootstraps every 32 steps (CleanRL: 128); SEED's asynchronous actors (they fill the next batch while the
+    learner trains, so a batch may be a policy version or two old, where CleanRL's PPO is synchronous); IMPALA's
+    shallow torso (as ``atari_ppo`` and ``atari_vtrace_fast``); a constant learning rate (CleanRL's decays linearly
+    over 40M frames, to 75% of its start at 10M); the family's PPO losses with the original's ratio bounds
+    [1/1.1, 1.1], a value loss of 0.5 x the squared error (CleanRL's weighs it 0.25) and no value clipping (CleanRL
+    clips at 0.1; ``--value_clip_eps`` would); no fire-on-reset, and no life-loss episode ends unless
+    ``--terminal_on_life_loss`` (the original's Atari env has neither); the 108K-frame episode cap. Measured on Pong
+    (docs/presets.md, "atari_ppo_fast")."""
     config = atari_ppo()
     env = config.env
     return dataclasses.replace(
