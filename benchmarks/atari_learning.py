@@ -87,8 +87,8 @@ import _common
 import numpy as np
 
 from seed_rl import agents as agents_lib
-from seed_rl.config import RunConfig, flat_dict, to_dict
-from seed_rl.learner.resume import FINISHED_FILE
+from seed_rl.config import RunConfig, flat_dict
+from seed_rl.learner.resume import FINISHED_FILE, env_options_with_defaults
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 SESSIONS_FILE = "learning_sessions.json"
@@ -388,21 +388,6 @@ def _run_command(args) -> str:
         f"{' -- ' + ' '.join(args.extra) if args.extra else ''}")
 
 
-def _options(env: dict):
-    """The env section's options with the family's options added since the run began at their defaults, so
-    that a run from before an option existed reads as a new one with it at its default."""
-    options = env.get("options")
-    if not isinstance(options, dict):
-        return options
-    from seed_rl.envs import get_family
-
-    try:
-        cls = get_family(str(env.get("family"))).options
-    except ValueError:
-        return options
-    return options if cls is None else {**to_dict(cls()), **options}
-
-
 def _config_text(logdir: str) -> str:
     """The config line of a section, from the run directory's config.json ("" without one)."""
     config_path = os.path.join(logdir, "config.json")
@@ -416,7 +401,7 @@ def _config_text(logdir: str) -> str:
     env = config["env"]
     return (
         f"env {env['family']}:{env['name']} action repeat {env['num_action_repeats']}, options "
-        f"{json.dumps(_options(env))}; {run['num_actors']} actors x {run['env_batch_size']} envs, unroll "
+        f"{json.dumps(env_options_with_defaults(env))}; {run['num_actors']} actors x {run['env_batch_size']} envs, unroll "
         f"{run['unroll_length']}, batch {run['batch_size']}; agent {config['agent_name']} "
         + ", ".join(f"{k}={agent[k]}" for k in sorted(agent) if (k == "rms_epsilon" and agent.get("optimizer") ==
                                                                  "rmsprop") or (k == "adam_epsilon" and

@@ -69,21 +69,25 @@ def _by_flag(config_json: str) -> dict:
     for key, cls in (("run", RunConfig), ("agent", _agent_class(d.get("agent_name")))):
         if cls is not None and isinstance(d.get(key), dict):
             d[key] = {**to_dict(flat_values(cls())), **flat_dict(cls, d[key])}
-    env = d.get("env")
-    if isinstance(env, dict) and isinstance(env.get("options"), dict):  # env options added since, at defaults
-        options = _options_class(env.get("family"))
-        if options is not None:
-            env["options"] = {**to_dict(options()), **env["options"]}
+    if isinstance(d.get("env"), dict):
+        d["env"] = {**d["env"], "options": env_options_with_defaults(d["env"])}
     return d
 
 
-def _options_class(family: Any) -> Optional[type]:
+def env_options_with_defaults(env: dict) -> Any:
+    """A config.json env section's options with the family's options added since the run began at their
+    defaults, so that a run from before an option existed reads as a new one with it at its default (options
+    that are not a dict, and unknown families, as written)."""
     from seed_rl.envs import get_family
 
+    options = env.get("options")
+    if not isinstance(options, dict):
+        return options
     try:
-        return get_family(str(family)).options
+        cls = get_family(str(env.get("family"))).options
     except ValueError:
-        return None
+        return options
+    return options if cls is None else {**to_dict(cls()), **options}
 
 
 def _agent_class(name: Any) -> Optional[type]:
