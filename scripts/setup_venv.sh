@@ -16,9 +16,19 @@ for arg in "$@"; do
     *) echo "setup_venv.sh: unknown argument $arg (use --gpu or nothing)" >&2; exit 2 ;;
   esac
 done
+PY_MIN=3.11  # docker/constraints.txt pins versions (numpy, scipy, keras, ...) that need it; pyproject.toml says so too
 if [ ! -x "$root/.venv/bin/python" ]; then
+  if ! "$python" -c "import sys; sys.exit(sys.version_info < tuple(map(int, '$PY_MIN'.split('.'))))" 2>/dev/null; then
+    found="$("$python" -c 'import sys; print(sys.version.split()[0])' 2>/dev/null || echo 'no Python')"
+    echo "setup: seed_rl needs Python $PY_MIN or later; $python is $found: run again with PYTHON=python3.11 (or newer)" >&2
+    exit 1
+  fi
   echo "setup: creating virtual environment $root/.venv" >&2
-  "$python" -m venv "$root/.venv"
+  if ! "$python" -m venv "$root/.venv"; then
+    rm -rf "$root/.venv"
+    echo "setup: '$python -m venv' failed; on Debian or Ubuntu install the python3-venv package (apt install python3-venv) and run this again" >&2
+    exit 1
+  fi
 fi
 pip=("$root/.venv/bin/python" -m pip install -q --constraint "$root/docker/constraints.txt")
 stamp="$root/.venv/.seed_rl_install_stamp"

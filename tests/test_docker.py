@@ -8,6 +8,7 @@ entrypoint, ``seed-rl``, is run outside a container with TensorFlow and Keras ma
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import pathlib
 import re
 import shutil
@@ -165,3 +166,19 @@ def test_setup_venv_takes_gpu_for_the_cuda_wheel_and_refuses_other_arguments():
     gpu = text[text.index('if [ "$variant" = "gpu" ]'):]
     assert "uninstall -q -y tensorflow-cpu" in gpu and '"${pip[@]}" "tensorflow[and-cuda]"' in gpu
     assert 'pip=("$root/.venv/bin/python" -m pip install -q --constraint "$root/docker/constraints.txt")' in text
+
+
+def test_setup_venv_refuses_a_python_older_than_the_pins_need(tmp_path):
+    """On a Python older than the pinned versions need, setup stops in one line that names both versions and how
+    to pick another interpreter, and creates no .venv."""
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "setup_venv.sh").write_text((ROOT / "scripts" / "setup_venv.sh").read_text())
+    fake = tmp_path / "python3.10"
+    fake.write_text('#!/bin/sh\ncase "$*" in *version_info*) exit 1;; *) echo 3.10.13;; esac\n')
+    fake.chmod(0o755)
+    result = subprocess.run(["bash", str(tmp_path / "scripts" / "setup_venv.sh")], capture_output=True, text=True,
+                            timeout=60, env={**os.environ, "PYTHON": str(fake)})
+    assert result.returncode == 1, result.stderr
+    line = result.stderr.strip()
+    assert "needs Python 3.11 or later" in line and "is 3.10.13" in line and "PYTHON=python3.11" in line, line
+    assert not (tmp_path / ".venv").exists()

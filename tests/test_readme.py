@@ -69,6 +69,31 @@ def test_the_two_commands_are_verbatim():
     assert TWO_COMMANDS in _text(README)
 
 
+def test_ci_runs_the_readme_test_command_as_it_is():
+    lines = [ln.strip() for ln in _text(ROOT / ".ci" / "run").splitlines() if ln.strip() and not ln.startswith("#")]
+    assert lines[-1] == "./run_tests.sh", f".ci/run must end with the README's test command verbatim: {lines[-1]!r}"
+
+
+def test_every_preset_is_documented():
+    """A user looks a preset up in docs/usage.md's table and docs/presets.md's provenance."""
+    from seed_rl.configs import PRESETS
+
+    for doc in ("docs/usage.md", "docs/presets.md"):
+        text = _text(ROOT / doc)
+        missing = [n for n in PRESETS if f"`{n}`" not in text
+                   and not (n.startswith("dmlab_vtrace_") and "`dmlab_vtrace_<level>`" in text)]
+        assert missing == [], f"{doc} does not name the presets {missing}"
+
+
+def test_python_version_the_readme_names_is_the_package_s():
+    text = _text(README)
+    m = re.search(r"Python (3\.\d+) or later", text)
+    assert m, "the quick start names no Python version"
+    pyproject = _text(ROOT / "pyproject.toml")
+    assert f'requires-python = ">={m.group(1)}"' in pyproject
+    assert f"PY_MIN={m.group(1)}" in _text(ROOT / "scripts" / "setup_venv.sh")
+
+
 def test_quick_start_comes_first_with_its_three_tasks():
     text = _text(README)
     assert text.index("## Quick start") < text.index("## The two commands")
