@@ -112,15 +112,12 @@ class AtariOptions:
     terminal_on_life_loss: bool = field(
         False, "Atari: a lost life is terminal for learning (no bootstrapping across it, as OpenAI baselines' and "
         "CleanRL's EpisodicLifeEnv) while the game goes on and episode statistics count whole games; false: the "
-        "original (a life loss is an ordinary step). The gymnasium engine only."
+        "original (a life loss is an ordinary step). Both engines."
     )
 
     def __post_init__(self) -> None:
         if self.atari_engine not in ATARI_ENGINES:
             raise ValueError(f"atari_engine must be one of {', '.join(ATARI_ENGINES)}, got {self.atari_engine!r}")
-        if self.terminal_on_life_loss and self.atari_engine == "ale_vector":
-            raise ValueError("terminal_on_life_loss needs atari_engine=gymnasium (the vector engine does not report "
-                             "life losses here)")
         if self.atari_engine_threads < 0:
             raise ValueError(f"atari_engine_threads must be >= 0 (0: one per env), got {self.atari_engine_threads}")
         if self.frame_stack < 1:
@@ -253,7 +250,8 @@ def create_atari_batch(config: EnvConfig, env_ids: Sequence[int]) -> EnvBatch | 
         rom, env_ids, [config.seed + i for i in env_ids], frame_skip=config.num_action_repeats,
         max_random_noops=options.max_random_noops, sticky_actions=options.sticky_actions,
         full_action_space=options.full_action_space, max_episode_frames=options.max_episode_frames,
-        frame_stack=options.frame_stack, num_threads=options.atari_engine_threads, screen_size=SCREEN_SIZE)
+        frame_stack=options.frame_stack, num_threads=options.atari_engine_threads, screen_size=SCREEN_SIZE,
+        terminal_on_life_loss=options.terminal_on_life_loss)
 
 
 FAMILY = EnvFamily(

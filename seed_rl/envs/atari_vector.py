@@ -8,7 +8,8 @@ actions):
 
 * the engine's settings: frame skip ``num_action_repeats`` with the rewards summed and unclipped; grey scale
   through the same palette as ``ale.getScreenGrayscale``; max-pooling of the last two frames of the skip; no FIRE
-  at reset; no end of episode on a life loss; the full or minimal action set; sticky actions at 0.25;
+  at reset; no end of episode on a life loss (``terminal_on_life_loss`` marks it in ``info["life_lost"]``, as the
+  gymnasium path); the full or minimal action set; sticky actions at 0.25;
 * the frame comes back at the full 210 x 160 screen, and this module resizes it to 84 x 84 with OpenCV's
   ``INTER_LINEAR``, as the gymnasium path (the engine's own resize is ``INTER_AREA``, which gives other pixels),
   and stacks the last ``frame_stack`` frames as `seed_rl.envs.atari.FrameStack` does, with the same
@@ -55,6 +56,7 @@ SCREEN_HEIGHT, SCREEN_WIDTH = 210, 160
 """The ALE screen; the engine returns it unresized (its resize is not the gymnasium path's)."""
 
 _NO_INFO: types.MappingProxyType = types.MappingProxyType({})
+_LIFE_LOST: types.MappingProxyType = types.MappingProxyType({"life_lost": True})
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:
@@ -97,14 +99,16 @@ class AleVectorBatch:
       rom: the ROM id (``pong``, ``montezuma_revenge``), as ale-py names it.
       env_ids: the envs of the batch; env ``i`` is seeded with ``seeds[k]`` for ``env_ids[k] == i``.
       seeds: one seed per env (the caller's ``config.seed + env_id``).
-      frame_skip, max_random_noops, sticky_actions, full_action_space, max_episode_frames, frame_stack: as the
-        gymnasium path's (`seed_rl.envs.atari.AtariOptions`, ``num_action_repeats``).
+      frame_skip, max_random_noops, sticky_actions, full_action_space, max_episode_frames, frame_stack,
+        terminal_on_life_loss: as the gymnasium path's (`seed_rl.envs.atari.AtariOptions`, ``num_action_repeats``);
+        with ``terminal_on_life_loss`` a step that loses a life, the game not over, carries ``info["life_lost"]``,
+        as `seed_rl.envs.atari.AtariPreprocessing` marks it (the engine's lives before and after the step).
       num_threads: the engine's worker threads (0: as many as envs, at most the cores).
     """
 
     def __init__(self, rom: str, env_ids: Sequence[int], seeds: Sequence[int], *, frame_skip: int,
                  max_random_noops: int, sticky_actions: bool, full_action_space: bool, max_episode_frames: int,
-                 frame_stack: int, num_threads: int, screen_size: int = 84):
+                 frame_stack: int, num_threads: int, screen_size: int = 84, terminal_on_life_loss: bool = False):
         import cv2  # Lazy, as the gymnasium path: only Atari needs OpenCV.
 
         engine_class = check_engine()
@@ -134,6 +138,9 @@ class AleVectorBatch:
         self.action_space = self._vec.single_action_space
         self.reset_noops = np.zeros(len(self.env_ids), dtype=np.int64)
         """The no-ops the engine played after the last reset of each env (ALE's episode frame number then)."""
+        self.terminal_on_life_loss = bool(terminal_on_life_loss)
+        self._lives = np.zeros(len(self.env_ids), dtype=np.int64)
+        """Each env's lives after its last step or reset (read only with ``terminal_on_life_loss``)."""
 
     @property
     def num_envs(self) -> int:
@@ -163,6 +170,7 @@ class AleVectorBatch:
             mask[indices] = True
             screens, info = self._vec.reset(options={"reset_mask": mask})
         self.reset_noops[indices] = info["episode_frame_number"][indices]
+        self._lives[indices] = info["lives"][indices]
         return [self._first(i, screens[i, 0]) for i in indices]
 
     def step(self, indices: Sequence[int], actions: Sequence[Any]) -> list[EnvStep]:
@@ -182,10 +190,15 @@ class AleVectorBatch:
         frame_numbers = info["episode_frame_number"]  # of the next episode where the engine reset an env
         capped = ~ended & (frame_numbers >= self.max_episode_frames)
         self.reset_noops[ended] = frame_numbers[ended]
+        lives = np.asarray(info["lives"], dtype=np.int64)  # of the next episode where the engine reset an env
+        # As AtariPreprocessing (and baselines' EpisodicLifeEnv): fewer lives, not none, and the episode goes on.
+        life_lost = ~ended & ~capped & (lives > 0) & (lives < self._lives)
+        self._lives[:] = lives
         first_screens: Any = None
         if capped.any():
             first_screens, first_info = self._vec.reset(options={"reset_mask": capped})
             self.reset_noops[capped] = first_info["episode_frame_number"][capped]
+            self._lives[capped] = first_info["lives"][capped]
         out = []
         for i in indices:
             first: np.ndarray | None = None
@@ -196,8 +209,9 @@ class AleVectorBatch:
                 observation = self._next(i, screens[i, 0])
                 if capped[i]:
                     first = self._first(i, first_screens[i, 0])
+            marks = _LIFE_LOST if self.terminal_on_life_loss and life_lost[i] else _NO_INFO
             out.append(EnvStep(observation, float(rewards[i]), bool(terminated[i]),
-                               bool(truncated[i] or capped[i]), _NO_INFO, first))
+                               bool(truncated[i] or capped[i]), marks, first))
         if not valid.all():
             bad = [k for k in range(len(indices)) if not valid[k]]
             firsts = self.reset([indices[k] for k in bad])

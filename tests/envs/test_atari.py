@@ -332,6 +332,6 @@ def test_terminal_on_life_loss_reports_each_lost_life_and_the_game_goes_on():
     assert _play_breakout(False) == [(lv, False, t) for lv, _, t in steps]  # same game, nothing reported
 
 
-def test_terminal_on_life_loss_needs_the_gymnasium_engine():
-    with pytest.raises(ValueError, match="terminal_on_life_loss needs atari_engine=gymnasium"):
-        AtariOptions(terminal_on_life_loss=True, atari_engine="ale_vector")
+def test_terminal_on_life_loss_takes_either_engine():
+    for engine in ("gymnasium", "ale_vector"):  # the vector engine marks the same steps: test_atari_vector.py
+        assert AtariOptions(terminal_on_life_loss=True, atari_engine=engine).terminal_on_life_loss

@@ -83,7 +83,7 @@ def _compare(scripted, config: EnvConfig, steps: int, num_envs: int = 2) -> dict
     assert isinstance(batch, AleVectorBatch)
     gym_config = dataclasses.replace(config, options=dataclasses.replace(config.options, atari_engine="gymnasium"))
     envs = [create_environment(gym_config, i) for i in range(num_envs)]
-    seen = {"ends": 0, "truncations": 0, "noops": set(), "truncation_observation_differs": 0}
+    seen = {"ends": 0, "truncations": 0, "noops": set(), "truncation_observation_differs": 0, "life_losses": 0}
     cap, frame_skip = config.options.max_episode_frames, config.num_action_repeats
     try:
         assert batch.observation_space == envs[0].observation_space
@@ -103,9 +103,12 @@ def _compare(scripted, config: EnvConfig, steps: int, num_envs: int = 2) -> dict
             actions = rng.integers(0, batch.action_space.n, size=num_envs)
             results = batch.step(range(num_envs), actions.astype(np.int32))
             for i, result in enumerate(results):
-                obs, reward, terminated, truncated, _ = envs[i].step(int(actions[i]))
+                obs, reward, terminated, truncated, info = envs[i].step(int(actions[i]))
                 where = f"step {t}, env {i}"
                 assert (result.reward, result.terminated, result.truncated) == (reward, terminated, truncated), where
+                life_lost = bool(info.get("life_lost", False))
+                assert bool(result.info.get("life_lost", False)) == life_lost, where
+                seen["life_losses"] += life_lost
                 assert result.error is None
                 if not (terminated or truncated):
                     np.testing.assert_array_equal(result.observation, obs, err_msg=where)
@@ -132,12 +135,18 @@ def _compare(scripted, config: EnvConfig, steps: int, num_envs: int = 2) -> dict
 @pytest.mark.parametrize("options", [
     {},  # the original's: 30 no-ops, full action set, no sticky actions
     {"sticky_actions": True, "full_action_space": False, "frame_stack": 4},
-], ids=["original", "sticky-minimal-stack4"])
+    {"full_action_space": False, "frame_stack": 4, "terminal_on_life_loss": True},
+], ids=["original", "sticky-minimal-stack4", "minimal-stack4-life-loss"])
 def test_breakout_games_frame_for_frame(scripted, options):
-    """Whole games with life losses (not episode ends, as in the original), no-ops after each reset."""
+    """Whole games with life losses (not episode ends, as in the original; with ``terminal_on_life_loss`` both
+    paths mark the same steps in ``info["life_lost"]``), no-ops after each reset."""
     seen = _compare(scripted, _config("Breakout", 4, **options), steps=400)
     assert seen["ends"] >= 4 and seen["truncations"] == 0
     assert len(seen["noops"]) >= 4 and max(seen["noops"]) <= 30
+    if options.get("terminal_on_life_loss"):
+        assert seen["life_losses"] >= 4 * seen["ends"], "Breakout: 4 lost lives before each game's end"
+    else:
+        assert seen["life_losses"] == 0
 
 
 @pytest.mark.parametrize("frame_skip,cap", [(1, 150), (3, 150), (4, 200)])
