@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates ./.venv if there is none and installs the package with the given extras (default: atari,dev).
-# Re-installs only when pyproject.toml changed since the last install. Source it or run it.
+# Re-installs only when pyproject.toml changed since the last install. Run it (bash scripts/setup_venv.sh); it exits
+# with one line when it cannot set up.
 #   bash scripts/setup_venv.sh          the CPU wheel of TensorFlow (tensorflow-cpu on x86-64 Linux)
 #   bash scripts/setup_venv.sh --gpu    TensorFlow's CUDA wheel instead (tensorflow[and-cuda], which brings CUDA
 #                                       and cuDNN from pip; the host needs the NVIDIA driver only), at the version
@@ -19,8 +20,8 @@ done
 PY_MIN=3.11  # docker/constraints.txt pins versions (numpy, scipy, keras, ...) that need it; pyproject.toml says so too
 if [ ! -x "$root/.venv/bin/python" ]; then
   if ! "$python" -c "import sys; sys.exit(sys.version_info < tuple(map(int, '$PY_MIN'.split('.'))))" 2>/dev/null; then
-    found="$("$python" -c 'import sys; print(sys.version.split()[0])' 2>/dev/null || echo 'no Python')"
-    echo "setup: seed_rl needs Python $PY_MIN or later; $python is $found: run again with PYTHON=python3.11 (or newer)" >&2
+    found="$("$python" -c 'import sys; print("is Python", sys.version.split()[0])' 2>/dev/null || echo 'was not found')"
+    echo "setup: seed_rl needs Python $PY_MIN or later; $python $found: run again with PYTHON=python3.11 (or newer)" >&2
     exit 1
   fi
   echo "setup: creating virtual environment $root/.venv" >&2

@@ -168,17 +168,42 @@ def test_setup_venv_takes_gpu_for_the_cuda_wheel_and_refuses_other_arguments():
     assert 'pip=("$root/.venv/bin/python" -m pip install -q --constraint "$root/docker/constraints.txt")' in text
 
 
+def _setup_copy(tmp_path, fake_python: str) -> subprocess.CompletedProcess:
+    """scripts/setup_venv.sh run from a copy of the repository's scripts, with PYTHON a fake interpreter."""
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "setup_venv.sh").write_text((ROOT / "scripts" / "setup_venv.sh").read_text())
+    fake = tmp_path / "fakepython"
+    fake.write_text("#!/bin/sh\n" + fake_python + "\n")
+    fake.chmod(0o755)
+    return subprocess.run(["bash", str(tmp_path / "scripts" / "setup_venv.sh")], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHON": str(fake)})
+
+
 def test_setup_venv_refuses_a_python_older_than_the_pins_need(tmp_path):
     """On a Python older than the pinned versions need, setup stops in one line that names both versions and how
     to pick another interpreter, and creates no .venv."""
-    (tmp_path / "scripts").mkdir()
-    (tmp_path / "scripts" / "setup_venv.sh").write_text((ROOT / "scripts" / "setup_venv.sh").read_text())
-    fake = tmp_path / "python3.10"
-    fake.write_text('#!/bin/sh\ncase "$*" in *version_info*) exit 1;; *) echo 3.10.13;; esac\n')
-    fake.chmod(0o755)
-    result = subprocess.run(["bash", str(tmp_path / "scripts" / "setup_venv.sh")], capture_output=True, text=True,
-                            timeout=60, env={**os.environ, "PYTHON": str(fake)})
+    result = _setup_copy(tmp_path, 'case "$*" in *version_info*) exit 1;; *) echo "is Python 3.10.13";; esac')
     assert result.returncode == 1, result.stderr
     line = result.stderr.strip()
-    assert "needs Python 3.11 or later" in line and "is 3.10.13" in line and "PYTHON=python3.11" in line, line
+    assert "needs Python 3.11 or later" in line and "is Python 3.10.13" in line and "PYTHON=python3.11" in line, line
     assert not (tmp_path / ".venv").exists()
+
+
+def test_setup_venv_says_what_to_install_when_venv_fails(tmp_path):
+    """A Python without its venv module (Debian's python3 without python3-venv): one line naming the package, and
+    no half-made .venv left behind."""
+    result = _setup_copy(tmp_path, 'case "$*" in *version_info*) exit 0;; *venv*) mkdir -p "$3"; exit 1;; esac')
+    assert result.returncode == 1, result.stderr
+    assert "python3-venv" in result.stderr.strip().splitlines()[-1], result.stderr
+    assert not (tmp_path / ".venv").exists()
+
+
+@pytest.mark.parametrize("version,ok", [((3, 10, 13), False), ((3, 11, 0), True), ((3, 13, 1), True)])
+def test_setup_venv_version_check_itself(version, ok):
+    """The interpreter check setup_venv.sh runs (its own line, with its PY_MIN), under a patched version."""
+    text = (ROOT / "scripts" / "setup_venv.sh").read_text()
+    minimum = re.search(r"^PY_MIN=([\d.]+)", text, re.M).group(1)
+    snippet = re.search(r'"\$python" -c "(import sys; sys\.exit\(sys\.version_info[^"]*)"', text).group(1)
+    snippet = snippet.replace("$PY_MIN", minimum)
+    code = f"import sys; sys.version_info = {version!r}\n" + snippet
+    assert subprocess.run([sys.executable, "-c", code], timeout=30).returncode == (0 if ok else 1)

@@ -83,7 +83,9 @@ def _compare(scripted, config: EnvConfig, steps: int, num_envs: int = 2) -> dict
     assert isinstance(batch, AleVectorBatch)
     gym_config = dataclasses.replace(config, options=dataclasses.replace(config.options, atari_engine="gymnasium"))
     envs = [create_environment(gym_config, i) for i in range(num_envs)]
-    seen = {"ends": 0, "truncations": 0, "noops": set(), "truncation_observation_differs": 0, "life_losses": 0}
+    seen = {"ends": 0, "truncations": 0, "noops": set(), "truncation_observation_differs": 0, "life_losses": 0,
+            "life_losses_after_a_cap": 0}
+    capped_before = [False] * num_envs
     cap, frame_skip = config.options.max_episode_frames, config.num_action_repeats
     try:
         assert batch.observation_space == envs[0].observation_space
@@ -109,6 +111,7 @@ def _compare(scripted, config: EnvConfig, steps: int, num_envs: int = 2) -> dict
                 life_lost = bool(info.get("life_lost", False))
                 assert bool(result.info.get("life_lost", False)) == life_lost, where
                 seen["life_losses"] += life_lost
+                seen["life_losses_after_a_cap"] += life_lost and capped_before[i]
                 assert result.error is None
                 if not (terminated or truncated):
                     np.testing.assert_array_equal(result.observation, obs, err_msg=where)
@@ -117,6 +120,7 @@ def _compare(scripted, config: EnvConfig, steps: int, num_envs: int = 2) -> dict
                 seen["ends"] += 1
                 if truncated:
                     seen["truncations"] += 1
+                    capped_before[i] = True
                     # The cap fell on the last frame of the skip: the same observation; else, up to frame_skip - 1
                     # frames later.
                     if (cap - noops[i]) % frame_skip == 0:
@@ -134,9 +138,8 @@ def _compare(scripted, config: EnvConfig, steps: int, num_envs: int = 2) -> dict
 
 @pytest.mark.parametrize("options", [
     {},  # the original's: 30 no-ops, full action set, no sticky actions
-    {"sticky_actions": True, "full_action_space": False, "frame_stack": 4},
-    {"full_action_space": False, "frame_stack": 4, "terminal_on_life_loss": True},
-], ids=["original", "sticky-minimal-stack4", "minimal-stack4-life-loss"])
+    {"sticky_actions": True, "full_action_space": False, "frame_stack": 4, "terminal_on_life_loss": True},
+], ids=["original", "sticky-minimal-stack4-life-loss"])
 def test_breakout_games_frame_for_frame(scripted, options):
     """Whole games with life losses (not episode ends, as in the original; with ``terminal_on_life_loss`` both
     paths mark the same steps in ``info["life_lost"]``), no-ops after each reset."""
@@ -147,6 +150,14 @@ def test_breakout_games_frame_for_frame(scripted, options):
         assert seen["life_losses"] >= 4 * seen["ends"], "Breakout: 4 lost lives before each game's end"
     else:
         assert seen["life_losses"] == 0
+
+
+def test_life_losses_after_a_capped_episode(scripted):
+    """Breakout with ``terminal_on_life_loss`` and a 600-frame cap: the episodes the cap cuts start again with all
+    their lives, and both paths mark the same lost lives in the episodes after them."""
+    seen = _compare(scripted, _config("Breakout", 4, full_action_space=False, terminal_on_life_loss=True,
+                                      max_episode_frames=600), steps=450)
+    assert seen["truncations"] >= 2 and seen["life_losses_after_a_cap"] >= 2, seen
 
 
 @pytest.mark.parametrize("frame_skip,cap", [(1, 150), (3, 150), (4, 200)])
