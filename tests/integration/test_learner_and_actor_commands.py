@@ -83,6 +83,8 @@ def test_train_hands_the_auth_token_to_its_actors_outside_their_command_lines(tm
     assert episodes(str(tmp_path / "run"))
 
 
+@pytest.mark.slow  # CI time (20-min rule): the refusal of a task out of range is tested on every carrier in
+# tests/transport/test_contract.py; this is the actor command's exit with it, behind a whole train run
 def test_actor_with_out_of_range_task_exits_non_zero_with_a_clear_message(tmp_path):
     proc = TrainProcess(str(tmp_path / "run"), "--env=test", "--env_name=counting:length=4,num_actions=2",
                         "--num_actors=1", "--env_batch_size=2", "--total_environment_frames=100000000",
