@@ -190,10 +190,12 @@ class AleVectorBatch:
         frame_numbers = info["episode_frame_number"]  # of the next episode where the engine reset an env
         capped = ~ended & (frame_numbers >= self.max_episode_frames)
         self.reset_noops[ended] = frame_numbers[ended]
-        lives = np.asarray(info["lives"], dtype=np.int64)  # of the next episode where the engine reset an env
-        # As AtariPreprocessing (and baselines' EpisodicLifeEnv): fewer lives, not none, and the episode goes on.
-        life_lost = ~ended & ~capped & (lives > 0) & (lives < self._lives)
-        self._lives[:] = lives
+        life_lost = None
+        if self.terminal_on_life_loss:  # the lives of the next episode where the engine reset an env
+            lives = np.asarray(info["lives"], dtype=np.int64)
+            # As AtariPreprocessing (and baselines' EpisodicLifeEnv): fewer lives, not none, and the episode goes on.
+            life_lost = ~ended & ~capped & (lives > 0) & (lives < self._lives)
+            self._lives[:] = lives
         first_screens: Any = None
         if capped.any():
             first_screens, first_info = self._vec.reset(options={"reset_mask": capped})
@@ -209,7 +211,7 @@ class AleVectorBatch:
                 observation = self._next(i, screens[i, 0])
                 if capped[i]:
                     first = self._first(i, first_screens[i, 0])
-            marks = _LIFE_LOST if self.terminal_on_life_loss and life_lost[i] else _NO_INFO
+            marks = _LIFE_LOST if life_lost is not None and life_lost[i] else _NO_INFO
             out.append(EnvStep(observation, float(rewards[i]), bool(terminated[i]),
                                bool(truncated[i] or capped[i]), marks, first))
         if not valid.all():
