@@ -85,7 +85,7 @@ class R2D2IsolatedCompute(IsolatedCompute):
         self.frames_per_step = frames_per_train_step(feed, run.batch_size, run.unroll_length,
                                                      config.env.num_action_repeats)
         self.insertions = feed.insertions_per_step(run.batch_size)
-        self._initial_priorities = self.tf.function(feed.initial_priorities, reduce_retracing=True)
+        self._initial_priorities = self.tf.function(feed.initial_priorities, reduce_retracing=True, autograph=False)
         self.replay = make_replay(feed, self.inference.store, run.seed)
         self.completions = 0
         self.priority_seconds = 0.0

@@ -333,3 +333,34 @@ def test_the_benchmark_checks_catch_a_circle_and_a_private_name(monkeypatch):
         test_a_benchmark_imports_real_modules_and_no_private_names("flow_control")
     with pytest.raises(AssertionError, match="import circles among benchmarks"):
         test_no_import_circles_among_the_benchmarks()
+
+
+
+def _tf_functions_with_autograph(source: str) -> list[int]:
+    """Lines where ``source`` names ``tf.function`` (a call or a decorator) without ``autograph=False``."""
+    tree = ast.parse(source)
+    named = [n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "function"
+             and isinstance(n.value, ast.Name) and n.value.id == "tf"]
+    off = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call) and any(
+        k.arg == "autograph" and isinstance(k.value, ast.Constant) and k.value.value is False for k in n.keywords)}
+    return sorted(n.lineno for n in named if id(n) not in off)
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_every_compiled_function_is_traced_without_autograph(module):
+    """AutoGraph's conversion of the Python source was about 3 s of every run's start on the CI machine (a PPO
+    CartPole run of 2,000 frames: 14.3 s of CPU with it, 11.1 s without). The package writes its graph control
+    flow as ``tf.cond`` / ``tf.where``, so it needs none; a Python ``if`` on a tensor then fails when traced, with
+    TensorFlow's own error (docs/architecture.md, "How to add an agent")."""
+    lines = _tf_functions_with_autograph(MODULES[module].read_text())
+    assert not lines, f"{module}: tf.function without autograph=False at lines {lines}"
+
+
+def test_the_autograph_check_sees_calls_and_decorators():
+    source = ("import tensorflow as tf\n"
+              "f = tf.function(g, autograph=False)\n"
+              "h = tf.function(g, reduce_retracing=True)\n"
+              "@tf.function\n"
+              "def k(x):\n"
+              "    return x\n")
+    assert _tf_functions_with_autograph(source) == [3, 4]

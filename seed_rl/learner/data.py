@@ -262,7 +262,7 @@ def _queue_source(feed: QueueFeed, queue: UnrollQueue, store, batch_size: int, s
 
 def _replay_source(feed: ReplayFeed, queue: UnrollQueue, store, batch_size: int, seed: int) -> ReplaySource:
     initial = None if feed.initial_priorities is None else tf.function(feed.initial_priorities,
-                                                                       reduce_retracing=True)
+                                                                       reduce_retracing=True, autograph=False)
     return ReplaySource(queue, make_replay(feed, store, seed), batch_size, feed.insertions_per_step(batch_size),
                         feed.min_size, checkpointed=feed.checkpointed, initial_priorities=initial)
 

@@ -27,9 +27,9 @@ class PolicyModule(tf.Module):
         self._state_structure = state_spec
         env_spec = specs_lib.env_output_spec(observation_spec)
         signature = (agent.agent_output_spec().action, env_spec, state_spec)
-        self.step = tf.function(self._step, input_signature=signature)
+        self.step = tf.function(self._step, input_signature=signature, autograph=False)
         self.initial_state = tf.function(lambda batch_size: agent.initial_state(batch_size),
-                                         input_signature=[tf.TensorSpec([], tf.int32)])
+                                         input_signature=[tf.TensorSpec([], tf.int32)], autograph=False)
         flat_spec = {"prev_action": signature[0], **{k: v for k, v in env_spec._asdict().items()
                                                       if k != "observation"}}
         if isinstance(env_spec.observation, dict):
@@ -38,7 +38,7 @@ class PolicyModule(tf.Module):
             flat_spec["observation"] = env_spec.observation
         flat_spec.update({f"state_{i}": s for i, s in enumerate(tf.nest.flatten(state_spec))})
         flat_spec = {k: tf.TensorSpec(v.shape, v.dtype, name=k) for k, v in flat_spec.items()}
-        self.serving = tf.function(self._serve, input_signature=[flat_spec])
+        self.serving = tf.function(self._serve, input_signature=[flat_spec], autograph=False)
 
     def _step(self, prev_actions, env_outputs, agent_state):
         outputs, new_state = self._agent.act(prev_actions, env_outputs, agent_state)

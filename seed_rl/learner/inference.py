@@ -194,7 +194,7 @@ class InferenceStep(tf.Module):
         placement. The network reads the weights where they are: a mirrored variable's first copy."""
         # XLA compiles the network's call (fixed shapes per batch size); the table reads and writes around it
         # have data-dependent shapes (boolean masks) that XLA does not take.
-        self._act = tf.function(agent.act, jit_compile=True) if jit_compile else agent.act
+        self._act = tf.function(agent.act, jit_compile=True, autograph=False) if jit_compile else agent.act
         self.action_check = None if action_spec is None else ActionCheck(action_spec)
         """What the agent's actions are checked against (None: nothing is checked)."""
         self.num_envs = num_envs
@@ -218,7 +218,7 @@ class InferenceStep(tf.Module):
         self._observation_dtypes = [s.dtype.as_numpy_dtype for s in tf.nest.flatten(self._observation_spec)]
         self.input_signature = (tf.TensorSpec([None, 6], tf.int64), tf.TensorSpec([None, 2], tf.float32),
                                 self._observation_spec)
-        self._compiled = tf.function(self._packed_step, input_signature=self.input_signature)
+        self._compiled = tf.function(self._packed_step, input_signature=self.input_signature, autograph=False)
         self.fast_call = fast_call
         self._call: Optional[Callable[[list], InferenceOutput]] = None
         self._executor_choice: Optional[fast_call_lib.ExecutorChoice] = None

@@ -51,7 +51,7 @@ def policy_step(agent: Agent, greedy: bool) -> Callable:
                 action = live.greedy_action(output) if greedy else output.action
                 return action, state
 
-            steps[greedy] = tf.function(step, reduce_retracing=True)
+            steps[greedy] = tf.function(step, reduce_retracing=True, autograph=False)
         return steps[greedy]
 
 

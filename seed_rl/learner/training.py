@@ -152,7 +152,7 @@ class Trainer:
         jit = bool(devices is not None and devices.jit_compile)
         # XLA compiles the loss and its gradients (fixed shapes); the optimizer update, the all-reduce and the
         # target hook stay outside (their control flow and cross-replica ops are not XLA's).
-        self._loss_and_grads = tf.function(self._gradients, jit_compile=True) if jit else self._gradients
+        self._loss_and_grads = tf.function(self._gradients, jit_compile=True, autograph=False) if jit else self._gradients
         self._clip: Optional[Callable[[list], list]] = None
         self.loss_scale: Optional[DynamicLossScale] = None
         if devices is not None and devices.loss_scaling:
@@ -162,12 +162,12 @@ class Trainer:
             with devices.scope():
                 self.optimizer.build(agent.trainable_variables)
             self._clip = _take_clipping(optimizer)
-            self._compiled = tf.function(self._distributed_update, reduce_retracing=True)
-            self._prepare = tf.function(self._distributed_prepare, reduce_retracing=True)
+            self._compiled = tf.function(self._distributed_update, reduce_retracing=True, autograph=False)
+            self._prepare = tf.function(self._distributed_prepare, reduce_retracing=True, autograph=False)
         else:
             self.optimizer.build(agent.trainable_variables)
-            self._compiled = tf.function(self._update, reduce_retracing=True)
-            self._prepare = tf.function(self._prepare_transitions, reduce_retracing=True)
+            self._compiled = tf.function(self._update, reduce_retracing=True, autograph=False)
+            self._prepare = tf.function(self._prepare_transitions, reduce_retracing=True, autograph=False)
         self._callers: Dict[tuple, Callable[[Any, Any, Any], tuple]] = {}
 
     def learning_rate(self) -> float:
