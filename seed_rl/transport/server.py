@@ -268,8 +268,9 @@ class InferenceServer:
           grace: seconds that in-flight calls get to finish before the remaining streams (actors between two
             steps) are cancelled. None: a short default (0.1 s), enough to deliver "learner is stopping".
           finished: training is over (not a restart): the refusals carry the reason ``finished``, which makes the
-            actors exit, and the server keeps refusing for ``FINISHED_NOTICE_S`` first, so that the actors
-            stepping their envs right now hear it with their next message instead of finding no learner.
+            actors exit, and the server keeps refusing until every open stream has heard it and closed (at most
+            ``FINISHED_NOTICE_S``), so that the actors stepping their envs right now hear it with their next
+            message instead of finding no learner.
         """
         running, core = self._running, self._core
         if not running or core is None:
@@ -281,7 +282,11 @@ class InferenceServer:
         ):  # let the failed calls hand their status to gRPC before it cancels the rest
             core.inflight_cond.wait_for(lambda: core.inflight == 0, timeout=1.0)
         if finished:
-            time.sleep(FINISHED_NOTICE_S)
+            # Each open stream hears "finished" with its next message and then closes: the notice ends when none
+            # is left, or after FINISHED_NOTICE_S (a stream whose actor is gone, or slow to step its envs).
+            deadline = time.monotonic() + FINISHED_NOTICE_S
+            while time.monotonic() < deadline and any(carrier.active_streams for carrier in running.values()):
+                time.sleep(_NOTICE_POLL_S)
         grace = _DEFAULT_GRACE_S if grace is None else grace
         for name in reversed(list(running)):  # the gRPC server kind first, as it was started last
             running.pop(name).stop(grace)
@@ -364,7 +369,10 @@ MIN_PING_INTERVAL_ARG = "grpc.http2.min_ping_interval_without_data_ms"
 accepts without a strike; three strikes and it closes the connection with GOAWAY "too_many_pings"."""
 
 FINISHED_NOTICE_S = 3.0
-"""How long a learner whose training is finished keeps refusing with the reason ``finished`` before it stops."""
+"""The longest a learner whose training is finished keeps refusing with the reason ``finished`` before it stops
+(it stops sooner once every open stream has heard it and closed)."""
+
+_NOTICE_POLL_S = 0.02
 
 UNREQUESTED_CALL_WAIT_S = 600
 """How long (seconds) a call may wait for the server to take it up before gRPC cancels it (its default: 30)."""

@@ -948,6 +948,33 @@ def test_a_finished_learner_tells_the_stepping_actors_so_before_it_goes(cluster)
     stopping.result(LIVENESS_S + 10)
 
 
+def test_the_finished_notice_ends_once_every_stream_has_heard_it(cluster, monkeypatch):
+    """stop(finished=True) keeps refusing only until every open stream has heard ``finished`` and closed; a
+    stream that never sends again holds it for FINISHED_NOTICE_S at most."""
+    from seed_rl.transport import server as server_lib
+
+    monkeypatch.setattr(server_lib, "FINISHED_NOTICE_S", 60.0)
+    server = cluster.server(Handler())
+    client = cluster.client(server, task=0)
+    client.step(make_step([0, 1]))
+    stopping = background(server.stop, 1.0, True)
+    time.sleep(0.2)  # the notice has begun: the client's next message hears it
+    assert not stopping.done()
+    with pytest.raises(LearnerUnavailableError, match="training is finished"):
+        client.step(make_step([0, 1], step=1))
+    client.close()
+    stopping.result(LIVENESS_S)  # long before the 60-s notice: no stream is left to tell
+
+    monkeypatch.setattr(server_lib, "FINISHED_NOTICE_S", 1.0)
+    server = cluster.server(Handler())
+    silent = cluster.client(server, task=0)
+    silent.step(make_step([0, 1]))  # its stream stays open and never sends again
+    start = time.monotonic()
+    server.stop(1.0, True)
+    assert time.monotonic() - start >= 1.0
+    silent.close()
+
+
 def test_calls_after_shutdown_fail_as_unavailable(cluster):
     server = cluster.server()
     client = cluster.client(server, task=0)
