@@ -16,7 +16,7 @@ from seed_rl.launch.local import LocalRun, on_free_loopback_port
 from seed_rl.learner import play as play_lib
 
 
-def _config(tmp_path, frames: int = 6_000, **run):
+def _config(tmp_path, frames: int = 8_000, **run):
     config = get_preset("classic_vtrace")  # CartPole: rendered by pygame
     return on_free_loopback_port(replace(config, run=replace_flat(
         config.run, logdir=str(tmp_path / "run"), num_actors=1, env_batch_size=4, total_environment_frames=frames,
@@ -27,7 +27,7 @@ def test_a_run_records_videos_of_its_live_weights_while_it_trains(tmp_path, caps
     pytest.importorskip("moviepy", reason="videos need the video extra (in dev): pip install 'seed_rl[video]'")
     import cv2
 
-    run = LocalRun(_config(tmp_path, video_period_secs=1.0), actor_mode="thread", status_stream=io.StringIO())
+    run = LocalRun(_config(tmp_path, video_period_secs=2.0), actor_mode="thread", status_stream=io.StringIO())
     run.run()
     out = capsys.readouterr().out
     video_dir = os.path.join(run.config.run.tracking.logdir, "videos")
