@@ -8,8 +8,8 @@ An episode returns 1 when it reaches the goal, else 0; random play averages abou
 threshold is a mean of 0.5 over 20 episodes. Measured 2026-12-05 with seeds 1-3 beside a MinAtar run: reached after
 87K-94K frames, and the best checkpoints played 0.9, 0.9 and 0.8 greedily (20 episodes); fed the cell as a number
 (the code before the one-hot), the same seeds' best windows stayed at 0.2 over 300K frames and played 0.1
-(docs/environments.md). The run is one of the suite's background learning runs
-(``learning_runs.OTHER_RUNS["discrete_defaults"]``: budget 200K frames, over 1.5x the slowest seed, target 0.5).
+(docs/environments.md). The run is one of the slow suite's background learning runs
+(``./run_tests.sh --slow``; ``learning_runs.OTHER_RUNS["discrete_defaults"]``: budget 200K frames, over 1.5x the slowest seed, target 0.5).
 """
 
 import pytest
@@ -20,6 +20,7 @@ BUDGET = 200_000  # env frames
 THRESHOLD = 0.5
 
 
+@pytest.mark.slow  # CI time (about 50 s of CPU); the one-hot itself: tests/networks/test_discrete_observations.py
 @pytest.mark.learning_run("discrete_defaults")
 @pytest.mark.timeout(2400)  # it may wait for its background run
 def test_a_discrete_observation_is_one_hot_encoded_and_ppo_learns_frozenlake():
