@@ -172,6 +172,15 @@ def test_an_unknown_env_id_is_one_line_and_exit_code_2_before_any_run_directory(
     assert not logdir.exists()
 
 
+def test_an_unknown_env_id_is_refused_before_tensorflow_is_imported(tmp_path):
+    # The env is made first: a typo costs a second, not TensorFlow's import.
+    code = ("import sys\nfrom seed_rl import cli\n"
+            f"rc = cli.main(['seed-rl', 'train', '--env=classic', '--env_name=CartPol-v1', '--logdir={tmp_path}'])\n"
+            "print(rc, 'tensorflow' in sys.modules)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.stdout.split() == ["2", "False"], (res.stdout, res.stderr[-2000:])
+
+
 def test_a_replay_that_does_not_fit_is_refused_with_a_clear_message(tmp_path):
     # The original's Google Cloud preset needs about 85 GB of replay; this machine has far less.
     res = _cli("learner", "--preset=atari_r2d2_gcp", f"--logdir={tmp_path}", "--server_address=127.0.0.1:0")
