@@ -227,7 +227,11 @@ def main(argv: Sequence[str]) -> int:
         # The env first, which needs no TensorFlow: an env id that does not exist is refused in about a second
         # instead of after TensorFlow's import (about 5 s on a 2-core CPU).
         fitted = resolve.fit_to_env(fv, config)  # the network, from the env's observation spec unless named
-        _load_tensorflow()
+    except (MemoryError, ValueError) as e:
+        print(f"seed-rl {command}: {e}", file=sys.stderr)
+        return 2
+    _load_tensorflow()  # outside the refusals: an import that fails keeps its traceback
+    try:
         config = fitted.config
         print(fitted.network_line, flush=True)
         if command == "train":

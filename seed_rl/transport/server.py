@@ -268,8 +268,8 @@ class InferenceServer:
           grace: seconds that in-flight calls get to finish before the remaining streams (actors between two
             steps) are cancelled. None: a short default (0.1 s), enough to deliver "learner is stopping".
           finished: training is over (not a restart): the refusals carry the reason ``finished``, which makes the
-            actors exit, and the server keeps refusing until every open stream has heard it and closed (at most
-            ``FINISHED_NOTICE_S``), so that the actors stepping their envs right now hear it with their next
+            actors exit, and the server keeps refusing until every open stream has heard it and closed (at least
+            ``FINISHED_MIN_NOTICE_S``, at most ``FINISHED_NOTICE_S``), so that the actors stepping their envs right now hear it with their next
             message instead of finding no learner.
         """
         running, core = self._running, self._core
@@ -283,9 +283,11 @@ class InferenceServer:
             core.inflight_cond.wait_for(lambda: core.inflight == 0, timeout=1.0)
         if finished:
             # Each open stream hears "finished" with its next message and then closes: the notice ends when none
-            # is left, or after FINISHED_NOTICE_S (a stream whose actor is gone, or slow to step its envs).
-            deadline = time.monotonic() + FINISHED_NOTICE_S
-            while time.monotonic() < deadline and any(carrier.active_streams for carrier in running.values()):
+            # is left (but not before FINISHED_MIN_NOTICE_S, for an actor that is reconnecting right now), or after
+            # FINISHED_NOTICE_S (a stream whose actor is gone, or slow to step its envs).
+            start = time.monotonic()
+            while (elapsed := time.monotonic() - start) < FINISHED_NOTICE_S and (
+                    elapsed < FINISHED_MIN_NOTICE_S or any(carrier.active_streams for carrier in running.values())):
                 time.sleep(_NOTICE_POLL_S)
         grace = _DEFAULT_GRACE_S if grace is None else grace
         for name in reversed(list(running)):  # the gRPC server kind first, as it was started last
@@ -371,6 +373,9 @@ accepts without a strike; three strikes and it closes the connection with GOAWAY
 FINISHED_NOTICE_S = 3.0
 """The longest a learner whose training is finished keeps refusing with the reason ``finished`` before it stops
 (it stops sooner once every open stream has heard it and closed)."""
+
+FINISHED_MIN_NOTICE_S = 0.5
+"""The shortest notice: an actor between two connection attempts (its back-off starts at 0.1 s) hears it too."""
 
 _NOTICE_POLL_S = 0.02
 

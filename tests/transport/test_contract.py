@@ -949,14 +949,15 @@ def test_a_finished_learner_tells_the_stepping_actors_so_before_it_goes(cluster)
 
 
 def test_the_finished_notice_ends_once_every_stream_has_heard_it(cluster, monkeypatch):
-    """stop(finished=True) keeps refusing only until every open stream has heard ``finished`` and closed; a
-    stream that never sends again holds it for FINISHED_NOTICE_S at most."""
+    """stop(finished=True) keeps refusing only until every open stream has heard ``finished`` and closed (at least
+    FINISHED_MIN_NOTICE_S); a stream that never sends again holds it for FINISHED_NOTICE_S at most."""
     from seed_rl.transport import server as server_lib
 
     monkeypatch.setattr(server_lib, "FINISHED_NOTICE_S", 60.0)
     server = cluster.server(Handler())
     client = cluster.client(server, task=0)
     client.step(make_step([0, 1]))
+    began = time.monotonic()
     stopping = background(server.stop, 1.0, True)
     time.sleep(0.2)  # the notice has begun: the client's next message hears it
     assert not stopping.done()
@@ -964,6 +965,8 @@ def test_the_finished_notice_ends_once_every_stream_has_heard_it(cluster, monkey
         client.step(make_step([0, 1], step=1))
     client.close()
     stopping.result(LIVENESS_S)  # long before the 60-s notice: no stream is left to tell
+    # ... but not before the shortest notice, for an actor that was reconnecting right then.
+    assert time.monotonic() - began >= server_lib.FINISHED_MIN_NOTICE_S
 
     monkeypatch.setattr(server_lib, "FINISHED_NOTICE_S", 1.0)
     server = cluster.server(Handler())
