@@ -120,14 +120,16 @@ DOC_SETTINGS: Dict[str, Dict[str, str]] = {
         "the Kubernetes schemas' version, the images' user id, the Atari preset's 32 workers": "1.32 1000 32",
         "timeouts, back-off and limits (30 s, 300 s, 50 batches) and the keepalive's bound 30 + 20 s": "30 50 300",
         "the tests' settings: a 60 s outage, the return of 300 they train to; the many-actors target (80%)":
-            "60 300 80"},
+            "60 300 80",
+        "the finished notice's shortest length (seed_rl/transport/server.py, FINISHED_MIN_NOTICE_S)": "0.5"},
     "docs/deviations.md": {
         "the original's year, gym's and MuJoCo's versions": "2021 0.25 1.5",
         "env settings: 30 no-ops, the 108K-frame cap, 1,000-step MuJoCo episodes, HalfCheetah's 6 action dimensions":
             "30 108K 1,000 6",
         "sizes and limits: 32 unrolls of 128 (4,096 steps), 100 skipped steps in a row, gc thresholds 50,000 / 700":
             "32 128 4,096 100 50,000 700",
-        "the cloud machines' specifications (A100 80GB, 170 GB, 208 GB)": "80 170 208"},
+        "the cloud machines' specifications (A100 80GB, 170 GB, 208 GB)": "80 170 208",
+        "the finished notice's shortest length (seed_rl/transport/server.py, FINISHED_MIN_NOTICE_S)": "0.5"},
     "docs/devices.md": {
         "the loss scale's settings (2**15 at first, doubled after 2,000 finite steps, at most 2**24), a citation's "
         "year": "15 2,000 24 2017",
