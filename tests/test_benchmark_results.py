@@ -133,6 +133,45 @@ def test_a_measuring_script_writes_a_result_file_and_documents_its_keys(name):
         f"benchmarks/{name}.py: its docstring must name its result file and the keys of its data")
 
 
+# Files of atari_learning.py (``<env>_<game>_<agent>[_<tag>]`` with ``_seed_<s>``/``_seeds``, as its ``_stem``).
+LEARNING_FILE = re.compile(r"^(atari|football|mujoco|classic|minatar)_[\w.-]+_(vtrace|ppo|r2d2|sac|awr|vmpo)"
+                           r"(_[a-z0-9]+)?(_seed_\d+|_seeds)?\.(csv|png|json)$")
+
+
+def _writer_of(filename: str) -> str:
+    """The benchmark script whose source names ``filename``'s stem (or that writes learning curves), or ''."""
+    if LEARNING_FILE.match(filename):
+        return "atari_learning"
+    if filename.endswith(".json"):  # a written result records the command that wrote it (write_result's schema)
+        command = json.loads((BENCHMARKS / "results" / filename).read_text()).get("command", "")
+        match = re.match(r"python benchmarks/(\w+)\.py\b", command)
+        if match and match.group(1) in SCRIPTS:
+            return match.group(1)
+    stem = filename.rsplit(".", 1)[0]
+    for name, path in SCRIPTS.items():
+        if re.search(rf"[\"'`]{re.escape(stem)}[\"'`.]", path.read_text()):
+            return name
+    return ""
+
+
+def test_every_results_file_has_a_script_that_writes_it():
+    """benchmarks/results/ holds what a script measured and wrote, so that a user can rerun it; a record put
+    together by hand (a before/after comparison of a closed issue) belongs in benchmarks/records/."""
+    orphans = [f for f in sorted(os.listdir(BENCHMARKS / "results")) if not _writer_of(f)]
+    assert not orphans, f"benchmarks/results/ files that no benchmark script writes: {orphans}"
+    assert _writer_of("cost_growth.png") == "cost_growth" and _writer_of("atari_Pong_ppo_lay_seed_2.csv")
+    assert not _writer_of("issue32_before_after.png")  # the check can fail: a name no script spells
+
+
+def test_a_hand_assembled_record_says_what_it_is_and_how_it_was_measured():
+    records = sorted((BENCHMARKS / "records").glob("*.json"))
+    assert records
+    for path in records:
+        record = json.loads(path.read_text())
+        assert record.get("what") and record.get("commands") and record.get("date"), (
+            f"{path.name}: a record needs 'what', 'commands' and 'date'")
+
+
 # --- data helpers, on made-up measurements --------------------------------------------------------------------------
 
 
