@@ -288,7 +288,7 @@ def test_loss_is_a_mean_over_the_sequences(case, built):
 
     # A sampling loss is a mean over the sequences in expectation: compare averages over many draws (a sum over
     # the sequences would be off by a factor of 2 here, far outside these bounds). Compiled: each call draws anew.
-    @tf.function
+    @tf.function(autograph=False)
     def compiled(part):
         with tf.GradientTape() as tape:
             loss = agent.loss(part).loss

@@ -211,7 +211,7 @@ def test_inference_step_with_state_in_variables():
         dtype = tf.uint8 if S > 1 else tf.float32
         env = _env(1, 3, obs_shape, dtype=np.uint8 if S > 1 else np.float32)
 
-        @tf.function
+        @tf.function(autograph=False)
         def step(prev, env_output):
             out, new = net(prev, env_output, tf.nest.map_structure(lambda v: v.read_value(), table))
             tf.nest.map_structure(lambda v, x: v.assign(x), table, new)
@@ -267,6 +267,6 @@ def test_unroll_traces_with_unknown_time_and_batch():
     eager, _ = net(prev, env, state, unroll=True)
     spec = lambda x: tf.TensorSpec([None, *x.shape[1:]], x.dtype)  # noqa: E731
     signature = tf.nest.map_structure(lambda x: tf.TensorSpec([None, None, *x.shape[2:]], x.dtype), (prev, env))
-    traced = tf.function(lambda p, e, s: net(p, e, s, unroll=True)[0].q_values,
+    traced = tf.function(lambda p, e, s: net(p, e, s, unroll=True)[0].q_values, autograph=False,
                          input_signature=(*signature, tf.nest.map_structure(spec, state)))
     np.testing.assert_allclose(traced(prev, env, state), eager.q_values, atol=1e-5)

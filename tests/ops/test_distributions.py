@@ -124,7 +124,7 @@ def test_sample_frequencies_match_softmax():
 
 
 def test_methods_work_in_tf_function():
-    @tf.function(input_signature=[tf.TensorSpec([None, None, 5], tf.float32)])
+    @tf.function(autograph=False, input_signature=[tf.TensorSpec([None, None, 5], tf.float32)])
     def all_methods(logits):
         actions = CATEGORICAL.sample(logits, seed=3)
         return actions, CATEGORICAL.log_prob(logits, actions), CATEGORICAL.entropy(logits)

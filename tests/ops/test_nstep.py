@@ -334,7 +334,7 @@ def test_works_in_tf_function_with_unknown_unroll_length():
     matrix = tf.TensorSpec([None, None], tf.float32)
     cube = tf.TensorSpec([None, None, 4], tf.float32)
 
-    @tf.function(input_signature=[matrix, matrix, cube, cube])
+    @tf.function(autograph=False, input_signature=[matrix, matrix, cube, cube])
     def targets(rewards, discounts, q_online, q_target):
         return n_step_bellman_target(rewards, discounts, double_q_bootstrap(q_online, q_target), n_steps=3)
 
@@ -353,7 +353,7 @@ def test_works_in_tf_function_with_unknown_unroll_length():
 def test_graph_size_does_not_grow_with_unroll_length():
     def num_ops(num_steps, n_steps=5):
         spec = tf.TensorSpec([num_steps, 2], tf.float32)
-        fn = tf.function(lambda r, d, q: n_step_bellman_target(r, d, q, n_steps)).get_concrete_function(
+        fn = tf.function(lambda r, d, q: n_step_bellman_target(r, d, q, n_steps), autograph=False).get_concrete_function(
             spec, spec, spec
         )
         return len(fn.graph.get_operations())
@@ -390,7 +390,7 @@ def test_non_float32_tensors_raise_type_error(name, dtype):
 
 
 def test_shape_errors_fire_at_trace_time():
-    @tf.function
+    @tf.function(autograph=False)
     def misaligned(discounts):
         inputs = random_inputs(4, 2, seed=12)
         return n_step_bellman_target(inputs["rewards"], discounts, inputs["bootstrap_values"], 2)

@@ -102,7 +102,7 @@ def test_lagrange_coefficient_enforces_its_inequality():
     x = tf.Variable(1.23)
     optimizer = keras.optimizers.Adam(0.01)
 
-    @tf.function
+    @tf.function(autograph=False)
     def step():
         with tf.GradientTape() as tape:
             loss = tf.square(x - 5.0) + multiplier.scale_loss(x) + multiplier.adjustment_loss(x)

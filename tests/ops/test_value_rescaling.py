@@ -188,7 +188,7 @@ def test_epsilon_as_a_scalar_tensor():
 
 
 def test_works_in_tf_function_with_unknown_shape():
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32)])
+    @tf.function(autograph=False, input_signature=[tf.TensorSpec([None, None], tf.float32)])
     def round_trip(x):
         return inverse_value_rescaling(value_rescaling(x))
 

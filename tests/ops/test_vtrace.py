@@ -320,7 +320,7 @@ def test_no_gradient_flows_through_the_targets():
 def test_works_in_tf_function_with_unknown_unroll_length():
     matrix = tf.TensorSpec([None, None], tf.float32)
 
-    @tf.function(input_signature=[matrix] * 4 + [tf.TensorSpec([None], tf.float32)])
+    @tf.function(autograph=False, input_signature=[matrix] * 4 + [tf.TensorSpec([None], tf.float32)])
     def vtrace_graph(log_rhos, discounts, rewards, values, bootstrap_value):
         return vtrace.from_importance_weights(
             log_rhos, discounts, rewards, values, bootstrap_value, 3.7, 2.2, 0.5
@@ -340,7 +340,7 @@ def test_graph_size_does_not_grow_with_unroll_length():
 
     def num_ops(num_steps):
         spec = tf.TensorSpec([num_steps, 2], tf.float32)
-        fn = tf.function(vtrace.from_importance_weights).get_concrete_function(
+        fn = tf.function(vtrace.from_importance_weights, autograph=False).get_concrete_function(
             spec, spec, spec, spec, tf.TensorSpec([2], tf.float32)
         )
         return len(fn.graph.get_operations())
@@ -377,7 +377,7 @@ def test_non_float32_tensors_raise_type_error(name, dtype):
 
 
 def test_shape_errors_fire_at_trace_time():
-    @tf.function
+    @tf.function(autograph=False)
     def misaligned(values):
         inputs = random_inputs(4, 2, seed=12)
         inputs["values"] = values
