@@ -269,8 +269,8 @@ class InferenceServer:
             steps) are cancelled. None: a short default (0.1 s), enough to deliver "learner is stopping".
           finished: training is over (not a restart): the refusals carry the reason ``finished``, which makes the
             actors exit, and the server keeps refusing until every open stream has heard it and closed (at least
-            ``FINISHED_MIN_NOTICE_S``, at most ``FINISHED_NOTICE_S``), so that the actors stepping their envs right now hear it with their next
-            message instead of finding no learner.
+            ``FINISHED_MIN_NOTICE_S``, at most ``FINISHED_NOTICE_S``), so that the actors stepping their envs
+            right now hear it with their next message instead of finding no learner.
         """
         running, core = self._running, self._core
         if not running or core is None:

@@ -9,7 +9,8 @@ threshold is a mean of 0.5 over 20 episodes. Measured 2026-12-05 with seeds 1-3 
 87K-94K frames, and the best checkpoints played 0.9, 0.9 and 0.8 greedily (20 episodes); fed the cell as a number
 (the code before the one-hot), the same seeds' best windows stayed at 0.2 over 300K frames and played 0.1
 (docs/environments.md). The run is one of the slow suite's background learning runs
-(``./run_tests.sh --slow``; ``learning_runs.OTHER_RUNS["discrete_defaults"]``: budget 200K frames, over 1.5x the slowest seed, target 0.5).
+(``./run_tests.sh --slow``; ``learning_runs.OTHER_RUNS["discrete_defaults"]``: budget 200K frames, over 1.5x the
+slowest seed, target 0.5).
 """
 
 import pytest
