@@ -585,3 +585,87 @@ def test_the_minatar_line_parser_reads_each_agent_and_none():
     assert minatar_claims(readme) == {
         "vtrace": {"seeds": 3, "games": 5, "at_or_above": ["Asterix", "SpaceInvaders"]},
         "ppo": {"seeds": 1, "games": 2, "at_or_above": [], "more_seeds": {"Breakout": 2}}}
+
+
+# ----------------------------------------------------------- per-million windows of learning runs (history blocks)
+
+MILLION_HEADER = re.compile(r"^\| (?P<label>[^|]+?) ((?:\| \d+M )+)\| last \|$")
+"""A history table of windows at each million frames: ``| seed 2 | 1M | 2M | ... | last |``."""
+
+
+def per_million_tables(text: str) -> List[Tuple[int, List[int], List[List[str]]]]:
+    """Each table of windows at each million frames in ``text``: (seed, the millions, its rows' cells). The first
+    header cell names the seed (``seed N``): the results files are per seed."""
+    tables, lines = [], text.splitlines()
+    for i, line in enumerate(lines):
+        m = MILLION_HEADER.match(line.strip())
+        if not m:
+            continue
+        seed = re.fullmatch(r"seed (\d+)", m.group("label").strip())
+        assert seed, f"a per-million table's first header cell must name its seed ('seed N'): {line!r}"
+        millions = [int(c) for c in re.findall(r"(\d+)M", m.group(2))]
+        rows = []
+        for row in lines[i + 2:]:
+            if not row.startswith("|"):
+                break
+            rows.append([c.strip() for c in row.strip().strip("|").split("|")])
+        tables.append((int(seed.group(1)), millions, rows))
+    return tables
+
+
+def million_windows(csv_path: str, millions: List[int]) -> Tuple[List[str], str]:
+    """The window of 20 episodes (the CSV's ``mean_score_last_20``) at the first episode at or past each million
+    frames, blank where the run ended before it, and the last window with its frames: as the tables print them."""
+    with open(csv_path) as f:
+        rows = [(int(r["env_frames"]), float(r["mean_score_last_20"])) for r in csv.DictReader(f)]
+    cells = []
+    for k in millions:
+        window = next((w for frames, w in rows if frames >= k * 1_000_000), None)
+        cells.append("" if window is None else f"{window:.2f}")
+    frames, window = rows[-1]
+    return cells, f"{window:.2f} ({frames / 1e6:.2f}M)"
+
+
+def _per_million_problems(text: str, results_dir: str) -> List[str]:
+    problems = []
+    for seed, millions, rows in per_million_tables(text):
+        for cells in rows:
+            tag = re.search(r"`--tag=([\w.-]+)`", cells[0])
+            if not tag:  # a run whose files were not committed must say so
+                if "not committed" not in cells[0]:
+                    problems.append(f"{cells[0]!r}: names no `--tag=...` and does not say 'not committed'")
+                continue
+            files = glob.glob(os.path.join(results_dir, f"atari_*_{tag.group(1)}_seed_{seed}.csv"))
+            if len(files) != 1:
+                problems.append(f"{cells[0]!r}: {len(files)} results files for --tag={tag.group(1)} seed {seed}")
+                continue
+            windows, last = million_windows(files[0], millions)
+            if cells[1:] != windows + [last]:
+                problems.append(f"{cells[0]!r} (seed {seed}): the table says {cells[1:]}, "
+                                f"{os.path.basename(files[0])} says {windows + [last]}")
+    return problems
+
+
+@pytest.mark.parametrize("path", DOCS)
+def test_per_million_windows_in_history_tables_are_what_the_committed_curves_say(path):
+    """A history block's table of windows at each million frames is recomputed from the per-seed CSV the run's
+    ``--tag`` names (``benchmarks/atari_learning.py`` writes them); a row without one says it was not committed."""
+    problems = _per_million_problems(_text(path), os.path.join(BENCHMARKS, "results"))
+    assert not problems, f"{path}: per-million windows that disagree with benchmarks/results/:\n" + "\n".join(problems)
+
+
+def test_the_per_million_check_catches_an_edited_window(tmp_path):
+    """The control: one window off by 0.05, a row naming no files, a missing CSV, and a header without its seed;
+    and docs/presets.md's tables are found (the check above is not vacuous)."""
+    assert len(per_million_tables(_text("docs/presets.md"))) >= 4
+    (tmp_path / "atari_Pong_ppo_x_seed_2.csv").write_text(
+        "env_frames,training_hours,score,mean_score_last_20\n900000,0.1,-21,-21.000\n1000500,0.1,-20,-20.500\n"
+        "2100000,0.2,-19,-19.250\n")
+    table = ("| seed 2 | 1M | 2M | 3M | last |\n|---|---:|---:|---:|---:|\n"
+             "| a (`--tag=x`) | -20.50 | -19.25 | | -19.25 (2.10M) |\n")
+    assert _per_million_problems(table, str(tmp_path)) == []
+    assert len(_per_million_problems(table.replace("-20.50", "-20.55"), str(tmp_path))) == 1
+    assert len(_per_million_problems(table + "| b, stopped | -20.00 | | | -20.00 (1.2M) |\n", str(tmp_path))) == 1
+    assert len(_per_million_problems(table.replace("--tag=x", "--tag=y"), str(tmp_path))) == 1
+    with pytest.raises(AssertionError, match="name its seed"):
+        per_million_tables(table.replace("| seed 2 |", "| run |"))
