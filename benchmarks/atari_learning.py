@@ -39,7 +39,11 @@ other, each to the same budget: ``--hours`` of training per seed and ``--total_f
 resumes exactly as one run does: a seed that is finished (``finished_reason``: its hours spent, or its
 ``finished.json`` says its frame budget is spent or its target return reached) is skipped, an unfinished one
 continues from its checkpoint. Ctrl-C or SIGTERM stops the seed that trains and leaves the later ones for the next
-command; a seed whose ``seed-rl train`` fails is reported and the next one trains. Then, for the set, it writes
+command; a seed whose ``seed-rl train`` fails is reported and the next one trains. A seed whose run directory is
+gone but which the set's results file (below) records as finished, for the same budget, with its CSV beside it, is
+neither trained again nor lost: the report takes it from that file and CSV and marks it ``recorded`` (the file's
+date and commit), so the seeds of a set can be trained on machines that keep the repository and not ``runs/``.
+Then, for the set, it writes
 
 * ``benchmarks/results/atari_<game>_<agent>_seed_<s>.csv``: each seed's episodes, the one-run CSV's format, so that
   every figure below can be recomputed;
@@ -51,6 +55,7 @@ command; a seed whose ``seed-rl train`` fails is reported and the next one train
   (20), hours_budget, total_frames, run_command, random_score, config and config_seed (the config line, from that
   seed's run directory), complete (every seed finished), png, per_seed (one dict per
   seed: seed, logdir, csv, finished (why it is finished; null: not), sessions, train_commands, training_hours,
+  recorded (only for a seed reported from an earlier results file: its date, commit and config line or null),
   episodes, env_frames, first_window_mean, last_window_mean, best_window_mean, best_window_frames, levels: {level:
   {frames, hours} at the end of the first window of 20 episodes whose mean reached it, or null}) and across_seeds
   ({figure: {median, min, max, seeds (how many had it)}} for the per-seed figures above, and levels: {level:
@@ -81,7 +86,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import _common
 import numpy as np
@@ -209,11 +214,17 @@ def train_seeds(args, extra: List[str]) -> int:
     """Trains every seed of ``args.seeds`` in its own run directory, one after the other, each to the same budget;
     skips the finished ones (``finished_reason``). Returns the first non-zero exit status of a seed's training."""
     rc = 0
+    record, recorded = recorded_seeds(args.results_dir, _stem(args), args.hours, args.total_frames)
     for i, seed in enumerate(args.seeds):
         logdir = seed_logdir(args.logdir, seed)
         where = f"seed {seed} ({i + 1} of {len(args.seeds)}) in {logdir}"
         seed_args = argparse.Namespace(**{**vars(args), "logdir": logdir, "interrupted": False})
         seed_rc = 0
+        if not os.path.isdir(logdir) and seed in recorded:
+            print(f"atari_learning: seed {seed} ({i + 1} of {len(args.seeds)}) has no run directory but is finished "
+                  f"in the results file of {record.get('date')} ({recorded[seed]['finished']}); skipped (delete "
+                  "its entry to train it again)", flush=True)
+            continue
         try:
             reason = finished_reason(logdir, args.hours, args.total_frames)
             if reason:
@@ -526,34 +537,89 @@ def seeds_body(args, data: dict) -> str:
         "at the end of the first window that reached it. Across seeds: median [min, max], a seed that never reached "
         "a level counting as never (so the median is there only when at least half of the seeds reached it). "
         f"Random play (published): {data['random_score'] if data['random_score'] is not None else 'not published'}."
-        f"\n\nConfig (seed {data['config_seed']}): {data['config']}\n\n"
+        + "".join(f" Seed {s['seed']} is reported from the results file of {s['recorded']['date']} (commit "
+                  f"{s['recorded']['commit']}) and its CSV: its run directory was gone." for s in data["per_seed"]
+                  if s.get("recorded"))
+        + f"\n\nConfig (seed {data['config_seed']}): {data['config']}\n\n"
         f"Curves: `{stem}_seeds.png`; figures: `{stem}_seeds.json`; episodes: "
         f"`{stem}_seed_<s>.csv`. Frames are environment frames (agent steps x action repeats).\n")
 
 
+def recorded_seeds(results_dir: str, stem: str, hours: float, total_frames: int) -> Tuple[dict, Dict[int, dict]]:
+    """The set's results file as an earlier report wrote it (``<stem>_seeds.json``; ``({}, {})`` without one, or
+    when it was for another budget): its record and, by seed, the entries of the seeds that were finished and whose
+    episodes' CSV is beside it."""
+    path = os.path.join(results_dir, f"{stem}_seeds.json")
+    try:
+        with open(path) as f:
+            record = json.load(f)
+        entries = record["data"]["per_seed"]
+        if record["data"]["hours_budget"] != hours or record["data"]["total_frames"] != total_frames:
+            return {}, {}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}, {}
+    return record, {int(s["seed"]): s for s in entries if isinstance(s, dict) and s.get("finished") and s.get("csv")
+                    and os.path.exists(os.path.join(results_dir, s["csv"]))}
+
+
+def _recorded(record: dict, seed: int) -> dict:
+    """Where a recorded seed's figures come from: the results file's date and commit, and its config line if the
+    file took that line from this seed's run directory."""
+    data = record["data"]
+    return {"date": record.get("date"), "commit": record.get("commit"),
+            "config": data.get("config") if data.get("config_seed") == seed else None}
+
+
+def read_episodes_csv(path: str) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Env frames, training hours and scores of the episodes in a CSV ``write_episodes_csv`` wrote."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    return (np.array([int(r["env_frames"]) for r in rows], dtype=np.int64),
+            np.array([float(r["training_hours"]) for r in rows], dtype=np.float64),
+            np.array([float(r["score"]) for r in rows], dtype=np.float64))
+
+
 def report_seeds(args) -> Optional[str]:
-    """Writes the set's per-seed CSVs, its PNG, its results file and its RESULTS.md section (``--seeds``)."""
+    """Writes the set's per-seed CSVs, its PNG, its results file and its RESULTS.md section (``--seeds``).
+
+    A seed whose run directory is gone (a machine that kept the repository but not ``runs/``) and that an earlier
+    report recorded as finished is reported from that record: its committed CSV and its entry of the results file,
+    marked ``recorded`` with that file's date and commit. A seed is never half from one and half from the other."""
     stem = _stem(args)
     os.makedirs(args.results_dir, exist_ok=True)
+    record, recorded = recorded_seeds(args.results_dir, stem, args.hours, args.total_frames)
     per_seed, curves = [], []
     for seed in args.seeds:
         logdir = seed_logdir(args.logdir, seed)
-        sessions, frames, hours, scores = _read_run(logdir)
-        csv_name = None
-        if len(scores):
-            csv_name = f"{stem}_seed_{seed}.csv"
-            write_episodes_csv(os.path.join(args.results_dir, csv_name), frames, hours, scores)
+        if not os.path.isdir(logdir) and seed in recorded:
+            entry = recorded[seed]
+            frames, hours, scores = read_episodes_csv(os.path.join(args.results_dir, entry["csv"]))
+            print(f"atari_learning: seed {seed}: no run directory {logdir}; reported from {entry['csv']} and the "
+                  f"results file of {record.get('date')} (commit {record.get('commit')})", flush=True)
+            seed_entry = dict(seed=seed, logdir=logdir, csv=entry["csv"], finished=entry["finished"],
+                              sessions=entry["sessions"], train_commands=entry["train_commands"],
+                              training_hours=entry["training_hours"],
+                              recorded=entry.get("recorded") or _recorded(record, seed),
+                              **window_figures(frames, hours, scores, args.levels))
+        else:
+            sessions, frames, hours, scores = _read_run(logdir)
+            csv_name = None
+            if len(scores):
+                csv_name = f"{stem}_seed_{seed}.csv"
+                write_episodes_csv(os.path.join(args.results_dir, csv_name), frames, hours, scores)
+            seed_entry = dict(seed=seed, logdir=logdir, csv=csv_name,
+                              finished=finished_reason(logdir, args.hours, args.total_frames),
+                              sessions=len(sessions),
+                              train_commands=[" ".join(x.get("command", [])) for x in sessions],
+                              training_hours=trained_hours(sessions),
+                              **window_figures(frames, hours, scores, args.levels))
         means = full_windows(scores)
         if len(means):
             # Training hours only grow with env frames within a run; the running maximum keeps x increasing even
             # where two episodes' order by frames and by wall time differ.
             curves.append({"seed": seed, "frames": frames[WINDOW - 1:].astype(np.float64),
                            "hours": np.maximum.accumulate(hours[WINDOW - 1:]), "means": means})
-        per_seed.append(dict(seed=seed, logdir=logdir, csv=csv_name,
-                             finished=finished_reason(logdir, args.hours, args.total_frames),
-                             sessions=len(sessions), train_commands=[" ".join(x.get("command", [])) for x in sessions],
-                             training_hours=trained_hours(sessions),
-                             **window_figures(frames, hours, scores, args.levels)))
+        per_seed.append(seed_entry)
     if not any(s["episodes"] for s in per_seed):
         print(f"atari_learning: no episodes in {', '.join(s['logdir'] for s in per_seed)}", flush=True)
         return None
@@ -563,12 +629,16 @@ def report_seeds(args) -> Optional[str]:
         _plot_seeds(os.path.join(args.results_dir, png), curves, args.levels,
                     f"{args.game}, {args.agent} ({args.preset}), seeds {', '.join(map(str, args.seeds))}",
                     RANDOM_SCORE.get(args.game))
-    config_seed = next(s for s in per_seed if s["episodes"])  # every seed trains the same config
+    # Every seed trains the same config: the line of the first seed that has one (a recorded seed has the line only
+    # if an earlier report took it from that seed).
+    configs = [(s, s["recorded"].get("config") if "recorded" in s else _config_text(s["logdir"]))
+               for s in per_seed if s["episodes"]]
+    config_seed, config = next(((s, c) for s, c in configs if c), (configs[0][0], ""))
     data = dict(
         env=args.env, game=args.game, agent=args.agent, preset=args.preset, tag=args.tag, stem=stem,
         seeds=list(args.seeds), levels=list(args.levels), window=WINDOW, hours_budget=args.hours,
         total_frames=args.total_frames, run_command=_run_command(args), random_score=RANDOM_SCORE.get(args.game),
-        config=_config_text(config_seed["logdir"]), config_seed=config_seed["seed"],
+        config=config, config_seed=config_seed["seed"],
         complete=all(s["finished"] for s in per_seed), png=png, per_seed=per_seed,
         across_seeds=across_seeds(per_seed, args.levels))
     body = seeds_body(args, data)  # dated before the results file, which is written a moment later

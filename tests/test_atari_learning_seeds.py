@@ -4,6 +4,7 @@ TensorFlow (the script reads episodes through it only when it reads a real run d
 
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -128,7 +129,8 @@ def _args(tmp_path, seeds, **kw):
     import argparse
 
     return argparse.Namespace(**{"logdir": str(tmp_path / "Pong_vtrace"), "seeds": seeds, "hours": 1.0,
-                                 "total_frames": 10**6, **kw})
+                                 "total_frames": 10**6, "env": "atari", "game": "Pong", "agent": "vtrace", "tag": "",
+                                 "results_dir": str(tmp_path / "results"), **kw})
 
 
 def test_train_seeds_skips_finished_seeds_and_trains_the_others_in_their_own_directories(tmp_path, monkeypatch):
@@ -210,6 +212,56 @@ def test_the_sets_report_writes_its_files_into_out_dir_only(tmp_path, monkeypatc
                         else real_load(name))
     table = render_results.curves_table_short()
     assert "`atari_Pong_vtrace.csv`" not in table and "`atari_Pong_vtrace_seeds.json`" in table
+
+
+def test_a_finished_seed_whose_run_directory_is_gone_is_reported_and_skipped_from_its_record(tmp_path, monkeypatch):
+    """A machine that keeps the repository and loses ``runs/``: a seed that the committed results file records as
+    finished, with its CSV, is reported from them (the same figures, marked ``recorded``) and not trained again;
+    a record for another budget is not used, and a seed with a run directory is read from it."""
+    runs = {"1": SEED_A, "2": SEED_B, "3": SEED_C}
+    for seed in runs:
+        _trained(tmp_path / f"Pong_vtrace_seed_{seed}", 0.7)
+
+    def read_run(logdir):
+        if not os.path.isdir(logdir):
+            return [], *_episodes([])
+        return atari_learning._read_sessions(logdir), *_episodes(runs[logdir[-1]])
+
+    monkeypatch.setattr(atari_learning, "_read_run", read_run)
+    monkeypatch.setattr(atari_learning, "_plot_seeds", lambda *a: None)
+    monkeypatch.setattr(atari_learning, "_config_text", lambda logdir: f"config of {logdir[-1]}"
+                        if os.path.isdir(logdir) else "")
+    monkeypatch.setattr(_common, "RESULTS_DIR", _common.RESULTS_DIR)
+    out = tmp_path / "out"
+    argv = ["--seeds=1,2,3", "--report_only", "--hours=0.7", "--total_frames=1000000",
+            f"--logdir={tmp_path / 'Pong_vtrace'}", f"--out_dir={out}"]
+    atari_learning.main(argv)
+    first = json.loads((out / "atari_Pong_vtrace_seeds.json").read_text())["data"]
+    shutil.rmtree(tmp_path / "Pong_vtrace_seed_1")  # seed 1, whose config line the file holds, and seed 2: gone
+    shutil.rmtree(tmp_path / "Pong_vtrace_seed_2")
+    atari_learning.main(argv)
+    again = json.loads((out / "atari_Pong_vtrace_seeds.json").read_text())["data"]
+    assert [s.get("recorded", {}).get("config") for s in again["per_seed"]] == ["config of 1", None, None]
+    assert again["config"] == "config of 1" and again["config_seed"] == 1 and again["complete"] is True
+    for before, after in zip(first["per_seed"], again["per_seed"]):
+        after.pop("recorded", None)
+        assert after == before
+    assert again["across_seeds"] == first["across_seeds"]
+    section = (out / "RESULTS.md").read_text()
+    assert "Seed 1 is reported from the results file of" in section and "Seed 2 is reported" in section
+    assert "Seed 3 is reported" not in section
+
+    calls = []
+    monkeypatch.setattr(atari_learning, "train", lambda args, extra: calls.append(args.logdir) or 0)
+    args = _args(tmp_path, [1, 2, 3], hours=0.7, results_dir=str(out))
+    assert atari_learning.train_seeds(args, []) == 0
+    assert calls == []  # 1 and 2 recorded as finished, 3 finished in its run directory
+    args.hours = 0.8  # another budget: the record does not count
+    assert atari_learning.train_seeds(args, []) == 0
+    assert calls == [str(tmp_path / f"Pong_vtrace_seed_{s}") for s in (1, 2, 3)]
+    atari_learning.main([a.replace("0.7", "0.8") for a in argv])
+    other = json.loads((out / "atari_Pong_vtrace_seeds.json").read_text())["data"]
+    assert [s["episodes"] for s in other["per_seed"]] == [0, 0, 60] and other["complete"] is False
 
 
 def test_seeds_flags_are_checked():
