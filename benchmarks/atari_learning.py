@@ -584,7 +584,8 @@ def report_seeds(args) -> Optional[str]:
 
     A seed whose run directory is gone (a machine that kept the repository but not ``runs/``) and that an earlier
     report recorded as finished is reported from that record: its committed CSV and its entry of the results file,
-    marked ``recorded`` with that file's date and commit. A seed is never half from one and half from the other."""
+    marked ``recorded`` with that file's date and commit (its figures are the same, its hours to the CSV's four
+    decimals). A seed is never half from one and half from the other."""
     stem = _stem(args)
     os.makedirs(args.results_dir, exist_ok=True)
     record, recorded = recorded_seeds(args.results_dir, stem, args.hours, args.total_frames)
