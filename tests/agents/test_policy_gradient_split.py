@@ -43,7 +43,8 @@ def _no_truncations(unroll: Unroll) -> Unroll:
                                "huber_delta": 1.0}),
     ("classic_awr", "vector", {}),
     ("mujoco_ppo", "continuous", {"reward_normalizer": "none", "normalize_observations": False}),
-], ids=["ppo-gae", "vtrace", "nstep-clipped-huber", "awr", "ppo-continuous"])
+    ("classic_ppo", "vector", {"advantage_values": "acting"}),
+], ids=["ppo-gae", "vtrace", "nstep-clipped-huber", "awr", "ppo-continuous", "acting-values"])
 def test_the_transition_loss_over_a_whole_batch_is_the_unroll_loss(preset, kind, changes):
     agent = _agent(preset, kind, batch_mode="split", **changes)
     assert agent.trains_transitions and agent.schedule.splits_transitions and not agent.schedule.prepares_every_epoch
@@ -95,3 +96,47 @@ def test_recomputation_mode_and_the_schedule():
     assert _agent("classic_ppo", "vector", lstm_size=8).trains_transitions is False
     assert _agent("classic_ppo", "vector").schedule.split == "none"  # the default stays shuffle (deviation 37)
     assert _agent("classic_ppo", "vector", batch_mode="repeat").schedule.shuffle is False
+
+
+@pytest.mark.parametrize("batch_mode", ["split", "shuffle"])
+def test_acting_values_are_the_stored_baselines_and_the_split_preparation_runs_no_network(batch_mode, monkeypatch):
+    """``advantage_values=acting``: the advantages are GAE over the value head's outputs stored at acting time (not
+    the network re-run on the batch), and the split modes' preparation runs the network not at all; PopArt's
+    statistics unnormalise the stored values. With the vtrace estimator the config refuses it."""
+    from seed_rl.agents.policy_gradient import loss as loss_lib
+    from seed_rl.agents.policy_gradient.config import PPOConfig
+    from seed_rl.ops import advantages as advantages_lib
+
+    acting = _agent("classic_ppo", "vector", batch_mode=batch_mode, advantage_values="acting")
+    learner = _agent("classic_ppo", "vector", batch_mode=batch_mode)
+    unroll = _no_truncations(_random_unroll(acting, "vector", np.random.default_rng(5)))
+    env_next = unroll.env_outputs
+    done = tf.cast(env_next.done[1:], tf.bool)
+    stored = tf.cast(unroll.agent_outputs.baseline, tf.float32)
+    expected_targets, expected = advantages_lib.gae(stored, tf.cast(env_next.reward[1:], tf.float32), done,
+                                                    tf.zeros_like(done), 0.99, 0.95)
+    if batch_mode == "split":
+        calls = []
+        real = loss_lib._network_outputs
+        monkeypatch.setattr(loss_lib, "_network_outputs", lambda *a: calls.append(1) or real(*a))
+        prepared = acting.prepare_transitions(unroll)
+        assert calls == []  # no forward pass over the batch
+        np.testing.assert_allclose(prepared["advantages"].numpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(prepared["targets"].numpy(), expected_targets.numpy(), rtol=1e-5, atol=1e-6)
+        other = learner.prepare_transitions(unroll)
+        assert calls == [1] and not np.allclose(other["advantages"].numpy(), expected.numpy())
+    else:  # the unroll loss runs the network for its loss; its targets are the stored values' all the same
+        np.testing.assert_allclose(float(acting.loss(unroll).metrics["value/mean_target"]),
+                                   float(tf.reduce_mean(expected_targets)), rtol=1e-5, atol=1e-6)
+        assert not np.isclose(float(learner.loss(unroll).metrics["value/mean_target"]),
+                              float(tf.reduce_mean(expected_targets)))
+    popart = _agent("mujoco_ppo", "continuous", advantage_values="acting")
+    popart.reward_normalizer.update(tf.constant([[10.0], [30.0]]))  # mean 20, std 10
+    cont = _random_unroll(popart, "continuous", np.random.default_rng(6))
+    np.testing.assert_allclose(loss_lib._acting_values(cont, popart.reward_normalizer).numpy(),
+                               popart.reward_normalizer.unnormalize(
+                                   tf.cast(cont.agent_outputs.baseline, tf.float32)[..., None])[..., 0].numpy())
+    with pytest.raises(ValueError, match="advantage_values=acting"):
+        PPOConfig(advantage_values="acting", advantage_estimator="vtrace")
+    with pytest.raises(ValueError, match="advantage_values must be one of"):
+        PPOConfig(advantage_values="stored")

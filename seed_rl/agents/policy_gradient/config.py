@@ -14,6 +14,7 @@ from seed_rl.config import OptimizerConfig, field
 NETWORKS = ("mlp", "control_mlp", "impala_shallow", "impala_deep", "gfootball", "small_conv", "multi_input")
 POLICY_LOSSES = ("ppo", "awr", "vmpo", "pg", "vtrace")
 ADVANTAGE_ESTIMATORS = ("gae", "vtrace", "nstep")
+ADVANTAGE_VALUES = ("learner", "acting")
 BATCH_MODES = ("shuffle", "repeat", "split", "split_with_advantage_recomputation")
 REWARD_NORMALIZERS = ("none", "popart")
 ACTIVATIONS = ("tanh", "relu", "swish")
@@ -27,6 +28,12 @@ class OnPolicyConfig:
                                             "policy over the behaviour's) or nstep.")
     lambda_: float = field(0.95, "lambda of GAE and V-trace advantages (ppo.gin: 0.95).")
     nstep_n: int = field(5, "n of the nstep estimator.")
+    advantage_values: str = field(
+        "learner", "The values the estimator bootstraps from: learner (the value head re-run on the batch with the "
+                   "weights of the update, the original's) or acting (the value head's output when each step was "
+                   "acted, stored with it, as OpenAI baselines' and CleanRL's PPO compute GAE; in the split batch "
+                   "modes this saves the learner a forward pass over every batch). Not with the vtrace estimator, "
+                   "whose importance weights need the update's policy.")
     max_importance_weight: float = field(1.0, "Truncation of the V-trace advantages' importance weights.")
     # Policy loss (modules/policy_losses.py).
     policy_loss: str = field("ppo", "ppo (clipped surrogate), awr (exponentiated advantages), vmpo (top half, "
@@ -108,9 +115,14 @@ class OnPolicyConfig:
                                      ("activation", self.activation, ACTIVATIONS),
                                      ("continuous_distribution", self.continuous_distribution, ("tanh", "clipped")),
                                      ("std_fn", self.std_fn, ("softplus", "safe_exp")),
-                                     ("batch_mode", self.batch_mode, BATCH_MODES)):
+                                     ("batch_mode", self.batch_mode, BATCH_MODES),
+                                     ("advantage_values", self.advantage_values, ADVANTAGE_VALUES)):
             if value not in choices:
                 raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+        if self.advantage_values == "acting" and self.advantage_estimator == "vtrace":
+            raise ValueError("advantage_values=acting takes the values stored at acting time and runs no policy on "
+                             "the batch, which the vtrace estimator's importance weights need: use "
+                             "advantage_estimator=gae or nstep, or advantage_values=learner")
         if self.epochs < 1 or self.minibatches < 1:
             raise ValueError(f"epochs and minibatches must be >= 1, got {self.epochs} and {self.minibatches}")
         if not 0.0 <= self.discounting <= 1.0 or not 0.0 <= self.lambda_ <= 1.0:

@@ -53,9 +53,22 @@ def _network_outputs(network, reward_normalizer, prev_actions, env_outputs, agen
     return outputs.policy_logits, predictions, values
 
 
+def _acting_values(unroll, reward_normalizer):
+    """[T + 1, B] the value head's outputs stored when each step was acted (``advantage_values=acting``),
+    unnormalised under PopArt by its statistics so far."""
+    baseline = tf.cast(unroll.agent_outputs.baseline, tf.float32)
+    if reward_normalizer is not None:
+        baseline = reward_normalizer.unnormalize(baseline[..., None])[..., 0]
+    return baseline
+
+
 def _estimate(c: OnPolicyConfig, distribution, unroll, params, values, reward_normalizer) -> _Estimate:
     """Targets and advantages of the unroll's first T steps by the configured estimator, from the values of all
-    T + 1 steps (gradients stopped); normalised by PopArt's statistics so far (which then take the targets)."""
+    T + 1 steps (gradients stopped; with ``advantage_values=acting`` the values stored at acting time, not
+    ``values``); normalised by PopArt's statistics so far (which then take the targets). ``params`` (the policy of
+    the update) is used by the vtrace estimator only."""
+    if c.advantage_values == "acting":
+        values = _acting_values(unroll, reward_normalizer)
     behaviour = tf.nest.map_structure(lambda t: t[:-1], unroll.agent_outputs)
     env_next = tf.nest.map_structure(lambda t: t[1:], unroll.env_outputs)
     rewards = tf.cast(env_next.reward, tf.float32)
@@ -134,11 +147,15 @@ def compute_loss(config: OnPolicyConfig, network, distribution, policy_loss: pol
 def prepare_transitions(config: OnPolicyConfig, network, distribution, unroll,
                         reward_normalizer: Optional[Any] = None) -> dict:
     """The split modes' pass over a whole batch [T + 1, B] (feed-forward networks): advantages and targets from
-    the current weights (PopArt's statistics take the targets), and each of the first T steps' inputs, as a dict
+    the current weights, or from the values stored at acting time without running the network
+    (``advantage_values=acting``; PopArt's statistics take the targets), and each of the first T steps' inputs, as a dict
     of [T, B, ...] tensors. Observation statistics are not updated here (each minibatch's loss does, as in the
     unroll modes, so a transition counts once per epoch in every mode)."""
-    params, _, values = _network_outputs(network, reward_normalizer, unroll.prev_actions, unroll.env_outputs,
-                                         unroll.agent_state)
+    if config.advantage_values == "acting":  # the stored values: no pass of the network over the batch
+        params = values = None
+    else:
+        params, _, values = _network_outputs(network, reward_normalizer, unroll.prev_actions, unroll.env_outputs,
+                                             unroll.agent_state)
     estimate = _estimate(config, distribution, unroll, params, values, reward_normalizer)
     first = tf.nest.map_structure(lambda t: t[:-1], (unroll.prev_actions, unroll.env_outputs,
                                                      unroll.agent_outputs))
