@@ -90,6 +90,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import _common
 import numpy as np
+from render_results import read_curve
 
 from seed_rl import agents as agents_lib
 from seed_rl.config import RunConfig, flat_dict
@@ -570,15 +571,6 @@ def _recorded(record: dict, seed: int) -> dict:
             "config": data.get("config") if data.get("config_seed") == seed else None}
 
 
-def read_episodes_csv(path: str) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Env frames, training hours and scores of the episodes in a CSV ``write_episodes_csv`` wrote."""
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
-    return (np.array([int(r["env_frames"]) for r in rows], dtype=np.int64),
-            np.array([float(r["training_hours"]) for r in rows], dtype=np.float64),
-            np.array([float(r["score"]) for r in rows], dtype=np.float64))
-
-
 def report_seeds(args) -> Optional[str]:
     """Writes the set's per-seed CSVs, its PNG, its results file and its RESULTS.md section (``--seeds``).
 
@@ -594,7 +586,7 @@ def report_seeds(args) -> Optional[str]:
         logdir = seed_logdir(args.logdir, seed)
         if not os.path.isdir(logdir) and seed in recorded:
             entry = recorded[seed]
-            frames, hours, scores = read_episodes_csv(os.path.join(args.results_dir, entry["csv"]))
+            frames, hours, scores = read_curve(os.path.join(args.results_dir, entry["csv"]))
             print(f"atari_learning: seed {seed}: no run directory {logdir}; reported from {entry['csv']} and the "
                   f"results file of {record.get('date')} (commit {record.get('commit')})", flush=True)
             seed_entry = dict(seed=seed, logdir=logdir, csv=entry["csv"], finished=entry["finished"],
