@@ -1,9 +1,12 @@
 """The README stays short and its links hold (issue 33, item 4): at most 12,000 characters, a table of contents
 whose links reach its headings, the two commands verbatim (CI runs the second), a quick start before them, and
-every relative link of README.md and docs/*.md points to a file that exists. The Pong figures of the quick start
-are compared with the committed results they quote."""
+every relative link of README.md and docs/*.md points to a file that exists. The Pong and Breakout figures of the
+quick start are compared with the committed results they quote, and its Breakout command with the one those runs
+trained with."""
 
+import json
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -112,6 +115,52 @@ def test_quick_start_quotes_its_figures_from_generated_blocks():
     block = quick[quick.index("<!-- BEGIN generated:pong -->"):quick.index("<!-- END generated:pong -->")]
     assert "atari_Pong_vtrace_seeds.json" in block and "reached +18" in block, block
     assert "atari_Pong_vtrace_seeds.json" in _section(_text(README), "Results")
+
+
+BREAKOUT_RESULTS = ROOT / "benchmarks" / "results" / "atari_Breakout_ppo_llv_seeds.json"
+
+
+def _train_flags(command: str) -> dict:
+    """{flag: value} of a ``seed-rl train`` command (``None`` for a bare boolean flag), without the run directory
+    and the seed, which differ between a user's run and each of a set's seeds."""
+    words = shlex.split(command.replace("\\\n", " "))
+    start = words.index("train") + 1
+    flags = {}
+    for word in words[start:]:
+        assert word.startswith("--"), f"not a flag: {word!r} in {command!r}"
+        name, _, value = word[2:].partition("=")
+        flags[name] = value if "=" in word else None
+    return {k: v for k, v in flags.items() if k not in ("logdir", "seed")}
+
+
+def _flag_differences(readme_command: str, trained: list) -> list:
+    from seed_rl.configs import PRESETS
+
+    problems, ours = [], _train_flags(readme_command)
+    for command in trained:
+        theirs = _train_flags(command)
+        # atari_learning.py names the family; the preset the README names is that family's already
+        if theirs.get("env") == PRESETS[ours["preset"]]().env.family:
+            theirs.pop("env")
+        if ours != theirs:
+            problems.append(f"the README runs {ours}, the committed seed ran {theirs}")
+    return problems
+
+
+def test_quick_start_breakout_command_is_the_one_its_figures_ran():
+    """The Breakout command of the quick start is, flag for flag (but the run directory and the seed), what every
+    seed of the committed set its generated figures quote trained with; a changed flag is caught."""
+    quick = _section(_text(README), "Quick start")
+    block = quick[quick.index("<!-- BEGIN generated:breakout -->"):quick.index("<!-- END generated:breakout -->")]
+    assert BREAKOUT_RESULTS.name in block and "reached 100" in block, block
+    commands = [c for c in re.findall(r"^```bash\n(.*?)^```", quick, re.S | re.M) if "--game=Breakout" in c]
+    assert len(commands) == 1, commands
+    data = json.loads(BREAKOUT_RESULTS.read_text())["data"]
+    trained = [c for seed in data["per_seed"] for c in seed["train_commands"]]
+    assert trained, "the committed Breakout set records no train command"
+    assert _flag_differences(commands[0], trained) == []
+    changed = commands[0].replace("--terminal_on_life_loss ", "")
+    assert len(_flag_differences(changed, trained)) == len(trained)
 
 
 def _markdown_files():
