@@ -742,9 +742,9 @@ def quick_start_seeds(file: str, levels: Sequence[Tuple[str, str]], with_hours: 
     seeds = f"its {n} seeds ran" if n > 1 else "its one seed ran"
     each = " each" if n > 1 else ""
     reached = ", ".join(level(name, words) for name, words in levels)
-    took = f" in {span(across['training_hours'], hours)} h{each}" if with_hours else f"{each}"
-    return (f"Here (2 CPU cores) {seeds} {_frames(across['env_frames']['median'])} frames{took}: {reached} (windows of {data['window']} episodes; "
-            f"`{file}`).")
+    took = f" in {span(across['training_hours'], hours)} h{each}" if with_hours else each
+    return (f"Here (2 CPU cores) {seeds} {_frames(across['env_frames']['median'])} frames{took}: {reached} "
+            f"(windows of {data['window']} episodes; `{file}`).")
 
 
 def quick_start_pong() -> str:
