@@ -754,8 +754,9 @@ def quick_start_pong() -> str:
 
 def quick_start_breakout() -> str:
     """The quick start's Breakout command: when its seeds reached a mean of 100 (issue 35's goal for it). Frames
-    only: its seed 1's training hours include about 38 minutes held stopped for frames/s sittings
-    (docs/presets.md, "Breakout, the second game")."""
+    only: its seeds' training hours overstate what the command needs (seed 1 was held stopped for about 38 minutes,
+    seed 2 ran at the lowest priority beside other runs for about 40; docs/presets.md, "Breakout, the second
+    game")."""
     return quick_start_seeds(QUICK_START_BREAKOUT, [("30", "reached 30"), ("100", "reached 100")], with_hours=False)
 
 
