@@ -120,31 +120,26 @@ def test_quick_start_quotes_its_figures_from_generated_blocks():
 BREAKOUT_RESULTS = ROOT / "benchmarks" / "results" / "atari_Breakout_ppo_llv_seeds.json"
 
 
-def _train_flags(command: str) -> dict:
-    """{flag: value} of a ``seed-rl train`` command (``None`` for a bare boolean flag), without the run directory
-    and the seed, which differ between a user's run and each of a set's seeds."""
+def _resolved(command: str) -> dict:
+    """The config a ``seed-rl train`` command resolves to (the CLI's own parsing), without the run directory and
+    the seed, which differ between a user's run and each of a set's seeds."""
+    from seed_rl import cli
+    from seed_rl.config import to_dict
+
     words = shlex.split(command.replace("\\\n", " "))
-    start = words.index("train") + 1
-    flags = {}
-    for word in words[start:]:
-        assert word.startswith("--"), f"not a flag: {word!r} in {command!r}"
-        name, _, value = word[2:].partition("=")
-        flags[name] = value if "=" in word else None
-    return {k: v for k, v in flags.items() if k not in ("logdir", "seed")}
+    fv, fields = cli._make_flags("train")
+    fv(["seed-rl", *words[words.index("train") + 1:]])
+    config = to_dict(cli.resolve_config(fv, fields))
+    for section in ("run", "env"):
+        config[section].pop("seed", None)
+    config["run"]["tracking"].pop("logdir", None)
+    return config
 
 
 def _flag_differences(readme_command: str, trained: list) -> list:
-    from seed_rl.configs import PRESETS
-
-    problems, ours = [], _train_flags(readme_command)
-    for command in trained:
-        theirs = _train_flags(command)
-        # atari_learning.py names the family; the preset the README names is that family's already
-        if theirs.get("env") == PRESETS[ours["preset"]]().env.family:
-            theirs.pop("env")
-        if ours != theirs:
-            problems.append(f"the README runs {ours}, the committed seed ran {theirs}")
-    return problems
+    ours = _resolved(readme_command)
+    return [f"the README's command resolves to another config than the committed seed's {command!r}"
+            for command in trained if _resolved(command) != ours]
 
 
 def test_quick_start_breakout_command_is_the_one_its_figures_ran():
