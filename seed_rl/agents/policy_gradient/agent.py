@@ -13,7 +13,7 @@ import tensorflow as tf
 from seed_rl.agents.optimizer import make_optimizer
 from seed_rl.agents.policy_gradient import loss as loss_lib
 from seed_rl.agents.policy_gradient.config import OnPolicyConfig
-from seed_rl.networks import build_actor_critic, checkpoint_variables
+from seed_rl.networks import build_actor_critic, checkpoint_variables, orthogonal_init
 from seed_rl.networks.continuous import ContinuousControlNetwork
 from seed_rl.ops import policy_losses
 from seed_rl.ops.distributions import Categorical, get_distribution, safe_exp_std, softplus_std
@@ -96,6 +96,8 @@ class OnPolicyAgent:
         self.trains_transitions = not c.lstm_size
         self.act(tf.zeros([1, *action_spec.shape], tf.as_dtype(action_spec.dtype)),
                  zeros_env_output(observation_spec, 1), self.initial_state(1))
+        if c.initializer == "orthogonal":  # the variables exist now (control_mlp refuses it in the config)
+            orthogonal_init(self.network, seed=None)
 
     def _build_network(self):
         c = self.config

@@ -86,6 +86,11 @@ class OnPolicyConfig:
                                 "multi_input (dict observations: each key encoded by its kind, the features "
                                 "concatenated and mixed). Not given, the observation spec chooses it "
                                 "(docs/environments.md).")
+    initializer: str = field(
+        "keras", "keras (glorot-uniform kernels, the Keras defaults) or orthogonal (OpenAI baselines' and CleanRL's "
+        "Atari init: orthogonal kernels with gain sqrt(2) in the torsos, 0.01 on the policy head, 1 on the value "
+        "head, zero biases). control_mlp always initialises its own way (orthogonal, as the original's "
+        "ContinuousControlAgent), so it takes keras only.")
     mlp_sizes: tuple = field((64, 64), "Hidden sizes of the MLP torsos (ppo.gin: 2 x 64).")
     activation: str = field("tanh", "control_mlp's hidden activation (ppo.gin: tanh; the original's default swish).")
     layer_norm: bool = field(False, "control_mlp: layer normalisation after every hidden layer.")
@@ -135,6 +140,11 @@ class OnPolicyConfig:
             raise ValueError("vmpo_e_n and vmpo_e_alpha must be > 0")
         if self.nstep_n < 1:
             raise ValueError(f"nstep_n must be >= 1, got {self.nstep_n}")
+        if self.initializer not in ("keras", "orthogonal"):
+            raise ValueError(f"initializer must be keras or orthogonal, got {self.initializer!r}")
+        if self.network == "control_mlp" and self.initializer != "keras":
+            raise ValueError("control_mlp initialises its own layers (orthogonal, as the original's "
+                             "ContinuousControlAgent): drop --initializer, or pick another network")
         if self.network == "control_mlp" and self.lstm_size:
             raise ValueError("control_mlp is feed-forward: use lstm_size=0 (or network=mlp for an LSTM core)")
 
