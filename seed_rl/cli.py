@@ -58,6 +58,9 @@ def _make_flags(command: str) -> Tuple[flags.FlagValues, List[resolve.Field]]:
         flags.DEFINE_boolean("video", False, "Record every episode as an MP4 in --video_dir (gymnasium's "
                              "RecordVideo; needs pip install 'seed_rl[video]').", flag_values=fv)
         flags.DEFINE_string("video_dir", None, "Where --video writes; default <logdir>/videos.", flag_values=fv)
+        flags.DEFINE_integer("num_envs", None, "Envs played side by side, one batched policy step for all (env i "
+                             "plays episodes i, i + num_envs, ...); default min(num_episodes, 10), 1 with --video.",
+                             flag_values=fv)
         flags.DEFINE_integer("seed", None, "Seed the env and the policy's sampling (the same seed plays the same "
                              "episodes); default: the env gets the run's seed, sampling is unseeded.", flag_values=fv)
     flags.DEFINE_string("log_level", "WARNING", "Python logging level (DEBUG, INFO, WARNING, ERROR).", flag_values=fv)
@@ -493,6 +496,11 @@ def _run_eval(fv: flags.FlagValues) -> int:
     if num_episodes < 1:
         print(f"seed-rl eval: --num_episodes must be >= 1, got {num_episodes}", file=sys.stderr)
         return 2
+    num_envs = _flag(fv, "num_envs")
+    if num_envs is not None and (num_envs < 1 or (_flag(fv, "video") and num_envs != 1)):
+        print(f"seed-rl eval: --num_envs must be >= 1 (and 1 with --video, which records one env), got {num_envs}",
+              file=sys.stderr)
+        return 2
     if checkpoint not in ("latest", "best") and not checkpoint.isdigit():
         print(f"seed-rl eval: --checkpoint must be latest, best or a checkpoint number, got {checkpoint!r}",
               file=sys.stderr)
@@ -528,7 +536,7 @@ def _run_eval(fv: flags.FlagValues) -> int:
     try:
         returns = evaluate(logdir, num_episodes=num_episodes, greedy=_flag(fv, "greedy"), seed=_flag(fv, "seed"),
                            checkpoint=checkpoint if not checkpoint.isdigit() else int(checkpoint),
-                           on_episode=progress, video_dir=video_dir)
+                           on_episode=progress, video_dir=video_dir, num_envs=num_envs)
     except (FileNotFoundError, ValueError, ImportError) as e:
         print(f"seed-rl eval: {e}", file=sys.stderr)
         return 2

@@ -139,6 +139,27 @@ def test_eval_with_a_seed_plays_the_same_episodes(tmp_path):
         evaluate(logdir, num_episodes=0)
 
 
+def test_eval_plays_envs_side_by_side_and_says_when_it_cannot(tmp_path, capsys):
+    """Envs side by side (the default for several episodes): the same seed plays the same episodes whatever the
+    order in which the envs finish; a video takes one env, and the command line refuses another number."""
+    logdir = _run_dir(tmp_path, "vtrace")
+    episodes: list = []
+    four = evaluate(logdir, num_episodes=6, seed=2, num_envs=4, greedy=True, on_episode=episodes.append)
+    assert len(four) == 6 and evaluate(logdir, num_episodes=6, seed=2, num_envs=4, greedy=True) == four
+    assert [e.index for e in episodes] == list(range(6)) and [e.episode_return for e in episodes] == four
+    # Greedy and CartPole are deterministic: env i's first episode is the one a lone env with its id plays.
+    for i in range(4):
+        assert evaluate(logdir, num_episodes=1, seed=2, num_envs=1, env_id=10_000 + i, greedy=True) == [four[i]]
+    with pytest.raises(ValueError, match="num_envs must be >= 1"):
+        evaluate(logdir, num_episodes=2, num_envs=0)
+    with pytest.raises(ValueError, match="videos are recorded from one env"):
+        evaluate(logdir, num_episodes=2, num_envs=2, video_dir=str(tmp_path / "v"))
+    assert cli.main(["seed-rl", "eval", f"--logdir={logdir}", "--num_envs=0"]) == 2
+    assert "--num_envs must be >= 1" in capsys.readouterr().err
+    assert cli.main(["seed-rl", "eval", f"--logdir={logdir}", "--num_episodes=3", "--num_envs=2"]) == 0
+    assert "seed-rl eval: 3 episodes, mean return" in capsys.readouterr().out
+
+
 def test_eval_records_every_episode_as_a_video_that_decodes(tmp_path, capsys):
     pytest.importorskip("moviepy", reason="videos need the video extra (in dev): pip install 'seed_rl[video]'")
     import cv2

@@ -271,8 +271,9 @@ def default_logdir(config: Config) -> str:
 
 
 FINAL_EVAL_FILE = "final_eval.json"
-FINAL_EVAL_MAX_SECONDS = 120.0
-"""Each checkpoint's closing greedy evaluation stops after this long with the episodes it finished."""
+FINAL_EVAL_MAX_SECONDS = 300.0
+"""Each checkpoint's closing greedy evaluation stops after this long with the episodes it finished (a greedy Breakout
+policy that stops putting the ball in play plays on to the 108K-frame cap: 27K steps of each of its envs)."""
 
 
 def final_evaluation(logdir: str, num_episodes: int, episode_log) -> dict:
@@ -282,11 +283,12 @@ def final_evaluation(logdir: str, num_episodes: int, episode_log) -> dict:
     import math
     import statistics
 
-    from seed_rl.evaluate import evaluate
+    from seed_rl.evaluate import EVAL_ENVS, evaluate
     from seed_rl.learner.checkpoints import read_best_record
 
     eval_kind = bool(episode_log.recent_count(eval=True))
-    out: dict = {"episodes": num_episodes, "greedy": True,
+    out: dict = {"episodes": num_episodes, "greedy": True, "envs": min(num_episodes, EVAL_ENVS),
+                 "max_seconds": FINAL_EVAL_MAX_SECONDS,
                  "training_window": f"mean return of the last {episode_log.window} "
                                     f"{'evaluation' if eval_kind else 'training'} episodes (sampled actions, "
                                     "several policy versions)"}

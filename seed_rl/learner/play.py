@@ -1,6 +1,6 @@
-"""Playing whole episodes with an agent in-process, one env and one compiled policy step per env step: what
-``seed-rl eval`` does with a checkpoint, what the learner does to check a candidate for the target
-(``--target_eval_episodes``) with its live weights, and the videos it records while it trains
+"""Playing whole episodes with an agent in-process, one compiled policy step per env step (of one env, or of
+several side by side): what ``seed-rl eval`` does with a checkpoint, what the learner does to check a candidate
+for the target (``--target_eval_episodes``) with its live weights, and the videos it records while it trains
 (``--video_period_secs``)."""
 
 from __future__ import annotations
@@ -55,51 +55,79 @@ def policy_step(agent: Agent, greedy: bool) -> Callable:
         return steps[greedy]
 
 
-def env_action(action: tf.Tensor):
-    """The action of env 0 as the env takes it: a Python int for a discrete action (what Discrete spaces take),
-    an array otherwise (Box, MultiDiscrete)."""
-    value = action.numpy()[0]
+def env_action(action: tf.Tensor, row: int = 0):
+    """The action of env ``row`` as the env takes it: a Python int for a discrete action (what Discrete spaces
+    take), an array otherwise (Box, MultiDiscrete)."""
+    value = (action.numpy() if isinstance(action, tf.Tensor) else np.asarray(action))[row]
     return int(value) if value.ndim == 0 and np.issubdtype(value.dtype, np.integer) else value
 
 
 def play_episodes(agent: Agent, step: Callable, env, num_episodes: int,
                   on_episode: Optional[Callable[[Episode], None]] = None,
                   max_seconds: Optional[float] = None) -> List[float]:
-    """Plays ``num_episodes`` episodes of ``env`` (a gymnasium env, reset here) with ``step`` (``policy_step``)
-    and returns their returns. ``max_seconds``: stop after this long with the episodes finished by then (an env
-    without a time limit and a policy that never ends one would play forever)."""
+    """Plays ``num_episodes`` episodes with ``step`` (``policy_step``) and returns their returns, in episode order.
+
+    ``env``: a gymnasium env, or a list of them that play side by side, one batched policy step for all of them
+    per env step (each reset here). Env ``i`` of ``n`` plays episodes ``i``, ``i + n``, ... so which episodes are
+    played, and with a seed their returns, do not depend on which env finishes first. ``on_episode`` is called
+    for every finished episode, in episode order. ``max_seconds``: stop after this long with the episodes finished
+    by then (an env without a time limit and a policy that never ends one would play forever)."""
     if num_episodes < 1:
         raise ValueError(f"num_episodes must be >= 1, got {num_episodes}")
-    returns: List[float] = []
-    state = agent.initial_state(1)
-    action_spec = agent.agent_output_spec(1).action
+    envs = list(env) if isinstance(env, (list, tuple)) else [env]
+    if not envs:
+        raise ValueError("play_episodes needs at least one env")
+    envs = envs[:num_episodes]  # an env with no episode to play would only slow the others
+    n = len(envs)
+    quota = [len(range(i, num_episodes, n)) for i in range(n)]
+    played = [0] * n
+    state = agent.initial_state(n)
+    action_spec = agent.agent_output_spec(n).action
     prev_action = tf.zeros(action_spec.shape, action_spec.dtype)
-    obs, _ = env.reset()
-    reward, done, total, steps = 0.0, False, 0.0, 0
+    obs = [e.reset()[0] for e in envs]
+    reward, done, total, steps = [0.0] * n, [False] * n, [0.0] * n, [0] * n
+    finished: Dict[int, Episode] = {}
+    reported = 0
     deadline = None if max_seconds is None else time.monotonic() + max_seconds
-    while len(returns) < num_episodes and (deadline is None or steps % 100 or time.monotonic() < deadline):
+    calls = 0
+    while any(p < q for p, q in zip(played, quota)) and (deadline is None or calls % 100
+                                                          or time.monotonic() < deadline):
         env_output = EnvOutput(
-            reward=tf.constant([reward], tf.float32), done=tf.constant([done]),
-            observation=tf.nest.map_structure(lambda x: tf.convert_to_tensor(np.asarray(x)[None]), obs),
-            abandoned=tf.constant([False]), episode_step=tf.constant([steps], tf.int32))
+            reward=tf.constant(reward, tf.float32), done=tf.constant(done),
+            observation=tf.nest.map_structure(lambda *xs: tf.convert_to_tensor(np.stack([np.asarray(x) for x in xs])),
+                                              *obs),
+            abandoned=tf.constant([False] * n), episode_step=tf.constant(steps, tf.int32))
         action, state = step(prev_action, env_output, state)
         prev_action = action
-        obs, step_reward, terminated, truncated, info = env.step(env_action(action))
-        reward = float(step_reward)
-        total += reward
-        steps += 1
-        ended = bool(terminated or truncated)
-        # The agent's next input is done on a lost life too (--terminal_on_life_loss), as in training; the episode,
-        # its return and the env's reset are the game's.
-        done = ended or bool(isinstance(info, Mapping) and info.get("life_lost"))
-        if ended:
-            returns.append(total)
+        actions = action.numpy()
+        calls += 1
+        for i, e in enumerate(envs):
+            if played[i] >= quota[i]:
+                continue  # done with its episodes: its row keeps the batch's shape, its actions are dropped
+            obs[i], step_reward, terminated, truncated, info = e.step(env_action(actions, i))
+            reward[i] = float(step_reward)
+            total[i] += reward[i]
+            steps[i] += 1
+            ended = bool(terminated or truncated)
+            # The agent's next input is done on a lost life too (--terminal_on_life_loss), as in training; the
+            # episode, its return and the env's reset are the game's.
+            done[i] = ended or bool(isinstance(info, Mapping) and info.get("life_lost"))
+            if not ended:
+                continue
+            index = i + played[i] * n
+            finished[index] = Episode(index, total[i], steps[i])
+            played[i] += 1
+            total[i], steps[i] = 0.0, 0
+            if played[i] < quota[i]:  # no reset after an env's last episode (a video would start)
+                obs[i], _ = e.reset()
+        while reported in finished:
             if on_episode is not None:
-                on_episode(Episode(len(returns) - 1, total, steps))
-            total, steps = 0.0, 0
-            if len(returns) < num_episodes:  # no reset after the last one (a video would start)
-                obs, _ = env.reset()
-    return returns
+                on_episode(finished[reported])
+            reported += 1
+    if on_episode is not None:  # cut short: the episodes that ended after one still playing
+        for index in sorted(k for k in finished if k >= reported):
+            on_episode(finished[index])
+    return [finished[k].episode_return for k in sorted(finished)]
 
 
 def record_video(env, video_dir: str, num_action_repeats: int = 1, name_prefix: str = "eval"):

@@ -3,7 +3,7 @@
 import json
 
 import seed_rl.evaluate
-from seed_rl.launch.local import FINAL_EVAL_FILE, final_evaluation
+from seed_rl.launch.local import FINAL_EVAL_FILE, FINAL_EVAL_MAX_SECONDS, final_evaluation
 from seed_rl.learner.summaries import Episode, EpisodeLog
 
 
@@ -18,6 +18,7 @@ def test_a_run_without_a_finished_episode_says_so_instead_of_a_nan_window(tmp_pa
     assert line == ("seed_rl: greedy evaluation, latest checkpoint: mean return -1069.6 over 1 episode "
                     "(no training episode ended)"), line
     assert out["latest"]["training_window_mean_return"] is None
+    assert (out["envs"], out["max_seconds"]) == (1, FINAL_EVAL_MAX_SECONDS)  # how it played, for a reader of the file
     with open(tmp_path / FINAL_EVAL_FILE) as f:
         assert json.load(f, parse_constant=lambda name: (_ for _ in ()).throw(ValueError(name)))["latest"] \
             ["training_window_mean_return"] is None

@@ -71,7 +71,7 @@ class _ZeroActionAgent:
         return ()
 
     def agent_output_spec(self, n=1):
-        return types.SimpleNamespace(action=tf.TensorSpec([1], tf.int32))
+        return types.SimpleNamespace(action=tf.TensorSpec([n], tf.int32))
 
 
 def test_play_feeds_a_lost_life_as_done_but_counts_whole_games():
@@ -88,3 +88,56 @@ def test_play_feeds_a_lost_life_as_done_but_counts_whole_games():
     returns = play_episodes(_ZeroActionAgent(), step, _LifeEnv(), num_episodes=2)
     assert returns == [6.0, 6.0]
     assert dones[:7] == [False, False, True, False, True, False, True]  # the game over is done too
+
+
+class _ScriptedEnv(gymnasium.Env):
+    """Reward 1 per step; episode ``j`` of this env lasts ``lengths[j]`` steps; counts the steps it was asked for."""
+
+    observation_space = gymnasium.spaces.Box(0, 1, (1,), np.float32)
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def __init__(self, lengths):
+        self.lengths, self.episode, self.t, self.stepped = list(lengths), -1, 0, 0
+
+    def reset(self, *, seed=None, options=None):
+        self.episode, self.t = self.episode + 1, 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        self.stepped += 1
+        return np.zeros(1, np.float32), 1.0, self.t == self.lengths[self.episode], False, {}
+
+
+def test_envs_side_by_side_play_their_own_episodes_and_report_them_in_episode_order():
+    """Env i of n plays episodes i, i + n, ...: the returns (and ``on_episode``) come in episode order whichever
+    env finishes first, every policy step is one batch for all envs, and an env that has played its share is not
+    stepped again."""
+    from seed_rl.learner.play import play_episodes
+
+    envs = [_ScriptedEnv([9, 2, 1]), _ScriptedEnv([1, 5]), _ScriptedEnv([3, 4])]
+    batches, seen = [], []
+
+    def step(prev_action, env_output, state):
+        batches.append(int(env_output.observation.shape[0]))
+        return tf.zeros([3], tf.int32), state
+
+    returns = play_episodes(_ZeroActionAgent(), step, envs, num_episodes=7, on_episode=seen.append)
+    assert returns == [9.0, 1.0, 3.0, 2.0, 5.0, 4.0, 1.0]  # episodes 0..6: env 0, 1, 2, 0, 1, 2, 0
+    assert [e.index for e in seen] == list(range(7)) and [e.episode_return for e in seen] == returns
+    assert [e.steps for e in seen] == [9, 1, 3, 2, 5, 4, 1]
+    assert [env.stepped for env in envs] == [12, 6, 7]  # each its own episodes' steps, none after its share
+    assert set(batches) == {3} and len(batches) == 12  # the longest env's steps, one batch of 3 each
+
+
+def test_more_envs_than_episodes_play_only_the_first_ones_and_a_spent_deadline_plays_none():
+    from seed_rl.learner.play import play_episodes
+
+    envs = [_ScriptedEnv([2]), _ScriptedEnv([3]), _ScriptedEnv([4])]
+
+    def step(prev_action, env_output, state):
+        return tf.zeros([env_output.observation.shape[0]], tf.int32), state
+
+    assert play_episodes(_ZeroActionAgent(), step, envs, num_episodes=2) == [2.0, 3.0]
+    assert envs[2].stepped == 0 and envs[2].episode == -1  # never reset, never stepped
+    assert play_episodes(_ZeroActionAgent(), step, [_ScriptedEnv([5])], num_episodes=1, max_seconds=0.0) == []
