@@ -306,4 +306,8 @@ def test_the_ppo_probes_results_were_made_with_what_the_atari_ppo_fast_preset_no
 
     config = dataclasses.replace(preset, run=dataclasses.replace(preset.run, seed=recorded["config_seed"]))
     (tmp_path / "config.json").write_text(config.to_json())
-    assert atari_learning._config_text(str(tmp_path)) == recorded["config"]
+    # The on-policy family's initializer field is younger than these runs (commit b715e5b); its default, keras,
+    # is what they ran with, and their config.json has no such key, so their line does not show it.
+    line = atari_learning._config_text(str(tmp_path))
+    assert "initializer=keras, " in line
+    assert line.replace("initializer=keras, ", "") == recorded["config"]

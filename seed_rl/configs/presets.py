@@ -83,7 +83,8 @@ def atari_ppo_fast() -> Config:
     the same 16 updates per batch at half the learner's compute, which on two cores is what limits frames/s;
     GAE bootstraps every 32 steps (CleanRL: 128); SEED's asynchronous actors (they fill the next batch while the
     learner trains, so a batch may be a policy version or two old, where CleanRL's PPO is synchronous); IMPALA's
-    shallow torso (as ``atari_ppo`` and ``atari_vtrace_fast``); a constant learning rate (CleanRL's decays linearly
+    shallow torso (as ``atari_ppo`` and ``atari_vtrace_fast``) with Keras' initialisation (CleanRL's is orthogonal:
+    ``--initializer=orthogonal``, measured on one seed in docs/presets.md); a constant learning rate (CleanRL's decays linearly
     over 40M frames, to 75% of its start at 10M); the family's PPO losses with the original's ratio bounds
     [1/1.1, 1.1], a value loss of 0.5 x the squared error (CleanRL's weighs it 0.25) and no value clipping (CleanRL
     clips at 0.1; ``--value_clip_eps`` would); no fire-on-reset, and no life-loss episode ends unless
