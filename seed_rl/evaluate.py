@@ -20,7 +20,7 @@ from seed_rl import agents as agents_lib
 from seed_rl.config import Config
 from seed_rl.envs import create_environment, env_specs
 from seed_rl.learner.checkpoints import BEST_DIR, CHECKPOINT_DIR
-from seed_rl.learner.play import Episode, env_action, play_episodes, policy_step, record_video
+from seed_rl.learner.play import EVAL_ENVS, Episode, env_action, play_episodes, policy_step, record_video
 from seed_rl.types import Agent, EnvOutput
 
 
@@ -88,12 +88,6 @@ def video_prefix(logdir: str, checkpoint: Union[str, int] = "latest") -> str:
     kind = checkpoint if checkpoint in ("latest", "best") else "ckpt"
     label = number if kind == "ckpt" else f"{kind}-{number}"
     return f"eval-{label}-{time.strftime('%Y%m%d-%H%M%S')}"
-
-
-EVAL_ENVS = 10
-"""Envs an evaluation plays side by side unless told (``num_envs``): the default 10 episodes at once. One after
-another, with a batch-of-1 policy step per env step, a good Breakout policy's episodes used up the closing
-evaluation's two minutes after 2 to 5 of them; side by side the same machine stepped about 2.5 times the frames."""
 
 
 def evaluate(logdir: str, num_episodes: int = 10, greedy: bool = False, env_id: int = 10_000,

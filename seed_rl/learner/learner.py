@@ -22,7 +22,7 @@ import os
 import shlex
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 import keras
 import numpy as np
@@ -70,8 +70,8 @@ GREEDY_CHECK_SECONDS = 120.0
 VIDEO_ENV_ID = 30_000
 """The env id of the learner's training-video env (``--video_period_secs``)."""
 GREEDY_CHECK_ENV_ID = 20_000
-"""The env id (and so the seed offset) of the learner's greedy-check env: none of the actors' ids, nor the
-closing evaluation's."""
+"""The env id (and so the seed offset) of the learner's first greedy-check env (the others count up from it, at
+most ``EVAL_ENVS``): none of the actors' ids, nor the closing evaluation's."""
 
 
 def total_train_steps(config: Config, agent: Agent) -> int:
@@ -260,7 +260,7 @@ class Learner:
         self._best_confirmed = False
         """The best checkpoint holds weights a greedy check confirmed at the target: no window replaces them."""
         self._greedy_check_failed = False
-        self._greedy_env: Optional[Any] = None
+        self._greedy_envs: list = []  # the greedy check's envs, made at its first call
         """The greedy check's env, made at the first check (its policy step is `play.policy_step`'s, cached)."""
         self.finished = False
         """Set when run() returns because training is finished (budget spent or target reached), not stopped."""
@@ -579,12 +579,15 @@ class Learner:
         version = int(self.policy_version.numpy())
         with self._lock:
             frames = self.env_frames
-        if self._greedy_env is None:
+        envs = min(num_episodes, play_lib.EVAL_ENVS)  # side by side, one batched policy step for all
+        if len(self._greedy_envs) < envs:
             from seed_rl.envs import create_environment
 
-            self._greedy_env = create_environment(self.config.env, GREEDY_CHECK_ENV_ID)
-        returns = play_lib.play_episodes(self.agent, play_lib.policy_step(self.agent, greedy=True), self._greedy_env,
-                                         num_episodes, max_seconds=GREEDY_CHECK_SECONDS)
+            while len(self._greedy_envs) < envs:
+                self._greedy_envs.append(create_environment(self.config.env,
+                                                            GREEDY_CHECK_ENV_ID + len(self._greedy_envs)))
+        returns = play_lib.play_episodes(self.agent, play_lib.policy_step(self.agent, greedy=True),
+                                         self._greedy_envs[:envs], num_episodes, max_seconds=GREEDY_CHECK_SECONDS)
         if not returns:
             self._train_gate.set()
             log.warning("the greedy check of the target ended no episode within %.0f s", GREEDY_CHECK_SECONDS)
@@ -686,8 +689,8 @@ class Learner:
                                self.observation_spec)
         except Exception as e:  # never lose the checkpoint because the export failed
             log.warning("SavedModel export failed: %s", e)
-        if self._greedy_env is not None:
-            self._greedy_env.close()
+        for env in self._greedy_envs:
+            env.close()
         self.episode_log.close()
         self.writer.close()
         png = summaries_lib.plot_learning_curve(self.config.run.tracking.logdir)
