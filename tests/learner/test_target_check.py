@@ -67,6 +67,7 @@ def test_a_greedy_check_that_fails_trains_on_and_checks_again_after_a_new_window
     real_play = learner_lib.play_lib.play_episodes
 
     def scripted(agent, step, env, num_episodes, **kwargs):
+        assert len(env) == num_episodes == 2  # side by side, one env per episode
         real_play(agent, step, env, num_episodes, **kwargs)  # the real path runs; the verdict is scripted
         checks.append((int(run.learner.policy_version.numpy()), run.learner.episode_log.total))
         return [0.0] * num_episodes if len(checks) == 1 else [9.0] * num_episodes
