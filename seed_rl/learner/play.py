@@ -35,7 +35,7 @@ EVAL_ENVS = 10
 """Envs a greedy evaluation (``seed-rl eval``, the closing evaluation, the learner's check of a target candidate)
 plays side by side unless told: the default 10 episodes at once. One after another, with a batch-of-1 policy step
 per env step, a good Breakout policy's episodes used up the closing evaluation's two minutes after 2 to 5 of them;
-side by side the same machine stepped about 2.5 times the frames."""
+side by side, one batched policy step serves them all."""
 
 _STEPS: "weakref.WeakKeyDictionary[Agent, Dict[bool, Callable]]" = weakref.WeakKeyDictionary()
 _STEPS_LOCK = threading.Lock()
