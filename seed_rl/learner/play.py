@@ -68,6 +68,14 @@ def env_action(action: tf.Tensor, row: int = 0):
     return int(value) if value.ndim == 0 and np.issubdtype(value.dtype, np.integer) else value
 
 
+def _env_outputs(obs: list, reward: list, done: list, steps: list) -> EnvOutput:
+    """One batch of the envs' latest outputs, env ``i`` in row ``i``."""
+    stack = lambda *xs: tf.convert_to_tensor(np.stack([np.asarray(x) for x in xs]))  # noqa: E731
+    return EnvOutput(reward=tf.constant(reward, tf.float32), done=tf.constant(done),
+                     observation=tf.nest.map_structure(stack, *obs), abandoned=tf.constant([False] * len(obs)),
+                     episode_step=tf.constant(steps, tf.int32))
+
+
 def play_episodes(agent: Agent, step: Callable, env, num_episodes: int,
                   on_episode: Optional[Callable[[Episode], None]] = None,
                   max_seconds: Optional[float] = None) -> List[float]:
@@ -92,21 +100,14 @@ def play_episodes(agent: Agent, step: Callable, env, num_episodes: int,
     prev_action = tf.zeros(action_spec.shape, action_spec.dtype)
     obs = [e.reset()[0] for e in envs]
     reward, done, total, steps = [0.0] * n, [False] * n, [0.0] * n, [0] * n
-    finished: Dict[int, Episode] = {}
-    reported = 0
-    deadline = None if max_seconds is None else time.monotonic() + max_seconds
-    calls = 0
+    finished: Dict[int, Episode] = {}  # by episode index
+    reported = 0  # on_episode has seen episodes [0, reported)
+    deadline, calls = None if max_seconds is None else time.monotonic() + max_seconds, 0
     while any(p < q for p, q in zip(played, quota)) and (deadline is None or calls % 100
                                                           or time.monotonic() < deadline):
-        env_output = EnvOutput(
-            reward=tf.constant(reward, tf.float32), done=tf.constant(done),
-            observation=tf.nest.map_structure(lambda *xs: tf.convert_to_tensor(np.stack([np.asarray(x) for x in xs])),
-                                              *obs),
-            abandoned=tf.constant([False] * n), episode_step=tf.constant(steps, tf.int32))
-        action, state = step(prev_action, env_output, state)
+        action, state = step(prev_action, _env_outputs(obs, reward, done, steps), state)
         prev_action = action
-        actions = action.numpy()
-        calls += 1
+        actions, calls = action.numpy(), calls + 1
         for i, e in enumerate(envs):
             if played[i] >= quota[i]:
                 continue  # done with its episodes: its row keeps the batch's shape, its actions are dropped
