@@ -12,6 +12,7 @@ import threading
 import time
 from typing import List, Optional, Sequence, Tuple
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -43,7 +44,12 @@ class RunCheckpoint:
         self.restored_from: Optional[str] = None
         if self.manager.latest_checkpoint:
             self.restored_from = self.manager.latest_checkpoint
+            configured = _constant_learning_rates(items)
             self.checkpoint.restore(self.restored_from).assert_existing_objects_matched()
+            for optimizer, rate in configured.items():
+                # Keras keeps a constant learning rate as an optimizer variable, which the checkpoint has just set
+                # to the rate it was saved with; a run resumed with another rate (config_changes.txt) takes its own.
+                optimizer.learning_rate = rate
 
     def restore_replay(self) -> int:
         """Loads the replay file into the buffer when both exist; returns the sequences restored."""
@@ -67,6 +73,16 @@ class RunCheckpoint:
             os.makedirs(os.path.dirname(self.replay_path), exist_ok=True)
             self.replay.save(self.replay_path)
         return path
+
+
+def _constant_learning_rates(items: dict) -> dict:
+    """The learning rate of each Keras optimizer among ``items`` that holds a constant one (a variable); an
+    optimizer with a schedule has none (the schedule is rebuilt from the config)."""
+    rates = {}
+    for item in items.values():
+        if isinstance(item, keras.optimizers.Optimizer) and isinstance(item.learning_rate, keras.Variable):
+            rates[item] = float(item.learning_rate.numpy())
+    return rates
 
 
 BEST_DIR = os.path.join(CHECKPOINT_DIR, "best")

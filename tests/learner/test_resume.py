@@ -122,3 +122,18 @@ def test_a_checkpoint_that_does_not_fit_an_unchanged_config_blames_the_code_not_
     assert "one-hot" in message and "(16, 64)" in message and "new --logdir" in message
     changed = str(checkpoint_mismatch("/runs/lake", [ConfigChange("agent.mlp_sizes", [64, 64], [32])], error))
     assert "agent.mlp_sizes" in changed and "code" not in changed
+
+
+def test_a_resumed_run_trains_at_its_new_constant_learning_rate(tmp_path):
+    """Keras keeps a constant learning rate as an optimizer variable, which the checkpoint restores: the flag of the
+    resumed run must win over the rate the checkpoint was saved with."""
+    logdir = str(tmp_path / "run")
+    constant = dict(optimizer=replace(get_preset("classic_vtrace").agent.optimizer, lr_schedule="constant"))
+    first = Learner(_config(logdir, **constant))
+    assert float(first.trainer.optimizer.learning_rate) == pytest.approx(1e-3)
+    first.checkpoints.save(1)
+    resumed = Learner(_config(logdir, **constant, learning_rate=5e-4))
+    assert resumed.restored_from
+    assert float(resumed.trainer.optimizer.learning_rate) == pytest.approx(5e-4)
+    unchanged = Learner(_config(logdir, **constant))
+    assert float(unchanged.trainer.optimizer.learning_rate) == pytest.approx(1e-3)
