@@ -45,7 +45,9 @@ class RunCheckpoint:
         if self.manager.latest_checkpoint:
             self.restored_from = self.manager.latest_checkpoint
             configured = _constant_learning_rates(items)
-            self.checkpoint.restore(self.restored_from).assert_existing_objects_matched()
+            status = self.checkpoint.restore(self.restored_from)
+            status.assert_existing_objects_matched()
+            status.expect_partial()  # values nothing here holds any more (a fixed entropy cost) are not an error
             for optimizer, rate in configured.items():
                 # Keras keeps a constant learning rate as an optimizer variable, which the checkpoint has just set
                 # to the rate it was saved with; a run resumed with another rate (config_changes.txt) takes its own.

@@ -35,6 +35,17 @@ class EntropyCost(tf.Module):
         limit = 20.0 / self.k
         return tf.exp(self.k * tf.clip_by_value(self.param, -limit, limit))
 
+    def trainable(self, target_entropy: Optional[float]) -> list:
+        """The variables to train: the coefficient's when it adapts (``target_entropy`` set), none when it is fixed."""
+        return [] if target_entropy is None else [self.param]
+
+    def checkpoint_items(self, target_entropy: Optional[float]) -> dict:
+        """What a checkpoint keeps of the coefficient: itself when it adapts (``target_entropy`` set: its value is
+        learned state), nothing when it is fixed, so that a run resumed with another ``--entropy_cost`` takes the
+        new cost instead of the one the checkpoint was saved with (an older checkpoint's value is then ignored).
+        The optimizer, which a checkpoint also keeps, tracks it only when it is trained (``trainable``)."""
+        return {} if target_entropy is None else {"entropy_cost": self}
+
 
 class FixedCoefficient(tf.Module):
     """A constant coefficient (AWR's temperature beta); its adjustment loss is 0."""

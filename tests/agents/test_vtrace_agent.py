@@ -72,8 +72,9 @@ def test_impala_deep_network_on_atari_observations():
                            agent.initial_state(2))
     assert out.policy_logits.shape == [2, 18]
     assert state[0].shape == [2, 256]
-    # conv 16-32-32 with 2 residual blocks each (3 + 12 convs), dense 256, LSTM, 2 heads, + entropy cost param.
-    assert len(agent.trainable_variables) == 2 * 15 + 2 + 3 + 4 + 1
+    # conv 16-32-32 with 2 residual blocks each (3 + 12 convs), dense 256, LSTM, 2 heads; the entropy cost is fixed
+    # (no target entropy), so not trained.
+    assert len(agent.trainable_variables) == 2 * 15 + 2 + 3 + 4
 
 
 def test_loss_is_finite_and_flipping_the_policy_gradient_flips_its_gradient():

@@ -137,3 +137,20 @@ def test_a_resumed_run_trains_at_its_new_constant_learning_rate(tmp_path):
     assert float(resumed.trainer.optimizer.learning_rate) == pytest.approx(5e-4)
     unchanged = Learner(_config(logdir, **constant))
     assert float(unchanged.trainer.optimizer.learning_rate) == pytest.approx(1e-3)
+
+
+def test_a_resumed_run_takes_its_new_fixed_entropy_cost_and_keeps_an_adapted_one(tmp_path):
+    """Without a target entropy V-trace's entropy cost is a constant of the config, so a resumed run takes a new
+    --entropy_cost; with one, the cost is learned state that the checkpoint keeps."""
+    fixed = str(tmp_path / "fixed")
+    Learner(_config(fixed, entropy_cost=0.01)).checkpoints.save(1)
+    resumed = Learner(_config(fixed, entropy_cost=0.003))
+    assert resumed.restored_from and float(resumed.agent.entropy_cost()) == pytest.approx(0.003)
+
+    adapted = str(tmp_path / "adapted")
+    first = Learner(_config(adapted, entropy_cost=0.01, target_entropy=0.5))
+    first.agent.entropy_cost.param.assign(first.agent.entropy_cost.param * 0.5)  # as if it had adapted
+    learned = float(first.agent.entropy_cost())
+    first.checkpoints.save(1)
+    again = Learner(_config(adapted, entropy_cost=0.003, target_entropy=0.5))
+    assert float(again.agent.entropy_cost()) == pytest.approx(learned)

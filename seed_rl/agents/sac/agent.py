@@ -106,7 +106,7 @@ class SACAgent:
 
     @property
     def trainable_variables(self):
-        return list(self.network.trainable_variables) + [self.entropy_cost.param]
+        return list(self.network.trainable_variables) + self.entropy_cost.trainable(self.config.target_entropy)
 
     @property
     def policy_variables(self):
@@ -117,7 +117,7 @@ class SACAgent:
     def checkpoint_items(self) -> dict:
         return {"network": checkpoint_variables(self.network),
                 "target_network": checkpoint_variables(self.target_network),
-                "entropy_cost": self.entropy_cost}
+                **self.entropy_cost.checkpoint_items(self.config.target_entropy)}
 
     def make_optimizer(self, total_updates: int):
         return make_optimizer(self.config.optimizer, total_updates)

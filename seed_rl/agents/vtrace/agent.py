@@ -83,14 +83,15 @@ class VTraceAgent:
 
     @property
     def trainable_variables(self):
-        return list(self.network.trainable_variables) + [self.entropy_cost.param]
+        return list(self.network.trainable_variables) + self.entropy_cost.trainable(self.config.target_entropy)
 
     @property
     def policy_variables(self):
         return checkpoint_variables(self.network)
 
     def checkpoint_items(self) -> dict:
-        return {"network": checkpoint_variables(self.network), "entropy_cost": self.entropy_cost}
+        items = {"network": checkpoint_variables(self.network)}
+        return {**items, **self.entropy_cost.checkpoint_items(self.config.target_entropy)}
 
     def make_optimizer(self, total_updates: int):
         return make_optimizer(self.config.optimizer, total_updates)
