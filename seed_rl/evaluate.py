@@ -18,9 +18,9 @@ import tensorflow as tf
 
 from seed_rl import agents as agents_lib
 from seed_rl.config import Config
-from seed_rl.envs import create_environment, env_specs
+from seed_rl.envs import env_specs
 from seed_rl.learner.checkpoints import BEST_DIR, CHECKPOINT_DIR
-from seed_rl.learner.play import EVAL_ENVS, Episode, env_action, play_episodes, policy_step, record_video
+from seed_rl.learner.play import Episode, env_action, eval_envs, make_envs, play_episodes, policy_step, record_video
 from seed_rl.types import Agent, EnvOutput
 
 
@@ -105,12 +105,12 @@ def evaluate(logdir: str, num_episodes: int = 10, greedy: bool = False, env_id: 
     there (`record_video`). ``max_seconds``: stop after this long and return the episodes finished by then (an
     env without a time limit and a policy that never ends one would play forever). ``num_envs``: envs played side
     by side, one batched policy step for all (env ``i`` plays episodes ``i``, ``i + num_envs``, ...; its env id is
-    ``env_id + i``); default ``min(num_episodes, EVAL_ENVS)``, and 1 with videos (one file per episode, in order).
+    ``env_id + i``); default ``eval_envs(num_episodes, video)``: up to ``EVAL_ENVS``, and 1 with videos.
     """
     if num_episodes < 1:
         raise ValueError(f"num_episodes must be >= 1, got {num_episodes}")
     if num_envs is None:
-        num_envs = 1 if video_dir is not None else min(num_episodes, EVAL_ENVS)
+        num_envs = eval_envs(num_episodes, video=video_dir is not None)
     if num_envs < 1:
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
     if video_dir is not None and num_envs != 1:
@@ -120,14 +120,7 @@ def evaluate(logdir: str, num_episodes: int = 10, greedy: bool = False, env_id: 
         tf.random.set_seed(seed)
     step = policy_step(agent, greedy)
     env_config = config.env if seed is None else dataclasses.replace(config.env, seed=int(seed))
-    envs = []
-    try:
-        for i in range(min(num_envs, num_episodes)):
-            envs.append(create_environment(env_config, env_id + i))
-    except BaseException:
-        for made in envs:
-            made.close()
-        raise
+    envs = make_envs(env_config, env_id, min(num_envs, num_episodes))
     if video_dir is not None:
         # gymnasium warns (two lines) whenever the folder exists, but the names (video_prefix) never collide here.
         with warnings.catch_warnings():

@@ -283,11 +283,12 @@ def final_evaluation(logdir: str, num_episodes: int, episode_log) -> dict:
     import math
     import statistics
 
-    from seed_rl.evaluate import EVAL_ENVS, evaluate
+    from seed_rl.evaluate import evaluate
+    from seed_rl.learner.play import eval_envs
     from seed_rl.learner.checkpoints import read_best_record
 
     eval_kind = bool(episode_log.recent_count(eval=True))
-    out: dict = {"episodes": num_episodes, "greedy": True, "envs": min(num_episodes, EVAL_ENVS),
+    out: dict = {"episodes": num_episodes, "greedy": True, "envs": eval_envs(num_episodes),
                  "max_seconds": FINAL_EVAL_MAX_SECONDS,
                  "training_window": f"mean return of the last {episode_log.window} "
                                     f"{'evaluation' if eval_kind else 'training'} episodes (sampled actions, "

@@ -579,13 +579,10 @@ class Learner:
         version = int(self.policy_version.numpy())
         with self._lock:
             frames = self.env_frames
-        envs = min(num_episodes, play_lib.EVAL_ENVS)  # side by side, one batched policy step for all
-        if len(self._greedy_envs) < envs:
-            from seed_rl.envs import create_environment
-
-            while len(self._greedy_envs) < envs:
-                self._greedy_envs.append(create_environment(self.config.env,
-                                                            GREEDY_CHECK_ENV_ID + len(self._greedy_envs)))
+        envs = play_lib.eval_envs(num_episodes)  # side by side, one batched policy step for all
+        if len(self._greedy_envs) < envs:  # made once, kept for the next checks
+            self._greedy_envs += play_lib.make_envs(self.config.env, GREEDY_CHECK_ENV_ID + len(self._greedy_envs),
+                                                    envs - len(self._greedy_envs))
         returns = play_lib.play_episodes(self.agent, play_lib.policy_step(self.agent, greedy=True),
                                          self._greedy_envs[:envs], num_episodes, max_seconds=GREEDY_CHECK_SECONDS)
         if not returns:

@@ -37,6 +37,28 @@ plays side by side unless told: the default 10 episodes at once. One after anoth
 per env step, a good Breakout policy's episodes used up the closing evaluation's two minutes after 2 to 5 of them;
 side by side, one batched policy step serves them all."""
 
+def eval_envs(num_episodes: int, video: bool = False) -> int:
+    """How many envs a greedy evaluation of ``num_episodes`` plays side by side unless told: one per episode up to
+    ``EVAL_ENVS``, and one when it records videos (one file per episode, in order)."""
+    return 1 if video else min(num_episodes, EVAL_ENVS)
+
+
+def make_envs(env_config, first_id: int, count: int) -> list:
+    """``count`` envs of ``env_config`` with env ids ``first_id``, ``first_id + 1``, ... (an env's id seeds it, as
+    an actor's envs are seeded); those already made are closed when one fails."""
+    from seed_rl.envs import create_environment  # the envs' packages load only when an evaluation plays
+
+    envs: list = []
+    try:
+        for i in range(count):
+            envs.append(create_environment(env_config, first_id + i))
+    except BaseException:
+        for made in envs:
+            made.close()
+        raise
+    return envs
+
+
 _STEPS: "weakref.WeakKeyDictionary[Agent, Dict[bool, Callable]]" = weakref.WeakKeyDictionary()
 _STEPS_LOCK = threading.Lock()
 

@@ -141,3 +141,40 @@ def test_more_envs_than_episodes_play_only_the_first_ones_and_a_spent_deadline_p
     assert play_episodes(_ZeroActionAgent(), step, envs, num_episodes=2) == [2.0, 3.0]
     assert envs[2].stepped == 0 and envs[2].episode == -1  # never reset, never stepped
     assert play_episodes(_ZeroActionAgent(), step, [_ScriptedEnv([5])], num_episodes=1, max_seconds=0.0) == []
+
+
+def test_eval_envs_is_one_per_episode_up_to_the_limit_and_one_with_videos():
+    from seed_rl.learner import play
+
+    assert play.eval_envs(3) == 3
+    assert play.eval_envs(100) == play.EVAL_ENVS
+    assert play.eval_envs(100, video=True) == 1
+
+
+def test_make_envs_counts_ids_up_and_closes_what_it_made_when_one_fails(monkeypatch):
+    import pytest
+
+    import seed_rl.envs as envs_lib
+    from seed_rl.learner import play
+
+    made = []
+
+    class Env:
+        def __init__(self, env_id):
+            self.env_id, self.closed = env_id, False
+
+        def close(self):
+            self.closed = True
+
+    def create(config, env_id):
+        if env_id == 23:
+            raise RuntimeError("no such env")
+        made.append(Env(env_id))
+        return made[-1]
+
+    monkeypatch.setattr(envs_lib, "create_environment", create)
+    assert [e.env_id for e in play.make_envs(None, 20, 3)] == [20, 21, 22]
+    made.clear()
+    with pytest.raises(RuntimeError, match="no such env"):
+        play.make_envs(None, 21, 3)
+    assert [(e.env_id, e.closed) for e in made] == [(21, True), (22, True)]
