@@ -284,8 +284,8 @@ def final_evaluation(logdir: str, num_episodes: int, episode_log) -> dict:
     import statistics
 
     from seed_rl.evaluate import evaluate
-    from seed_rl.learner.play import eval_envs
     from seed_rl.learner.checkpoints import read_best_record
+    from seed_rl.learner.play import eval_envs
 
     eval_kind = bool(episode_log.recent_count(eval=True))
     out: dict = {"episodes": num_episodes, "greedy": True, "envs": eval_envs(num_episodes),
