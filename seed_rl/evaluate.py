@@ -76,7 +76,14 @@ def load_agent(logdir: str, checkpoint: Union[str, int] = "latest") -> tuple[Con
     path = checkpoint_path(logdir, checkpoint)
     obs_spec, act_spec = env_specs(config.env)
     agent = agents_lib.make_agent(config.agent_name, config.agent, obs_spec, act_spec)
-    tf.train.Checkpoint(**agent.checkpoint_items()).restore(path).expect_partial()
+    status = tf.train.Checkpoint(**agent.checkpoint_items()).restore(path)
+    try:  # every weight from the file: an untrained network's returns must not be reported as the checkpoint's
+        status.assert_existing_objects_matched()
+    except AssertionError as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ValueError(f"{path} does not hold every weight of the {config.agent_name} agent that {logdir}/config.json "
+                         f"describes ({first[:200]})") from e
+    status.expect_partial()  # the optimizer's values, which nothing here holds
     return config, agent
 
 

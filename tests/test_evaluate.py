@@ -209,3 +209,17 @@ def test_eval_into_a_folder_of_videos_does_not_warn_of_overwriting(tmp_path):
         config, _ = load_agent(logdir)
         record_video(create_environment(config.env, 0), video_dir).close()
     assert [w for w in caught if "Overwriting existing videos" in str(w.message)]
+
+
+def test_a_checkpoint_without_the_agents_weights_is_refused_in_one_line(tmp_path):
+    """An evaluation must not play an untrained network and report its returns as the checkpoint's."""
+    logdir = _run_dir(tmp_path, "vtrace")
+    for name in os.listdir(os.path.join(logdir, "checkpoints")):
+        os.remove(os.path.join(logdir, "checkpoints", name))
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(other=tf.Variable(1.0)),
+                                         os.path.join(logdir, "checkpoints"), max_to_keep=1)
+    manager.save(checkpoint_number=1)
+    with pytest.raises(ValueError, match="does not hold every weight of the vtrace agent") as error:
+        load_agent(logdir)
+    assert "\n" not in str(error.value)
+    assert cli.main(["seed-rl", "eval", f"--logdir={logdir}", "--num_episodes=1"]) != 0
