@@ -704,8 +704,8 @@ def curves_table_short() -> str:
     return _table(["run", "length", "score at the end", "file"], rows, "llrl")
 
 
-QUICK_START_PONG = "atari_Pong_vtrace_seeds.json"
-"""The runs behind the README quick start's Pong task (its preset, several seeds)."""
+QUICK_START_PONG = "atari_Pong_ppo_u64_seeds.json"
+"""The runs behind the README quick start's Pong command (``atari_ppo_fast`` with the flags they name)."""
 
 QUICK_START_BREAKOUT = "atari_Breakout_ppo_llv_seeds.json"
 """The runs behind the README quick start's Breakout command (``atari_ppo_fast`` with the flags they name)."""
@@ -734,8 +734,10 @@ def quick_start_seeds(file: str, levels: Sequence[Tuple[str, str]], with_hours: 
         if not got or not got["reached"]:
             return f"none {words}"
         frames, hrs = got["frames"], got["hours"]
-        if got["reached"] == 1:  # the others never did: the spread's maximum is not a frame count
-            frames, hrs = dict(frames, max=frames["min"]), dict(hrs, max=hrs["min"])
+        if got["reached"] < got["seeds"]:  # the others never did: the spread's maximum is not a frame count
+            hits = [s["levels"][name] for s in data["per_seed"] if s["levels"].get(name)]
+            frames = dict(frames, max=max(h["frames"] for h in hits))
+            hrs = dict(hrs, max=max(h["hours"] for h in hits))
         where = f"{span(frames, _frames)} frames" + (f", {span(hrs, hours)} h" if with_hours else "")
         return f"{got['reached']} of {got['seeds']} {words} ({where})"
 
@@ -748,8 +750,10 @@ def quick_start_seeds(file: str, levels: Sequence[Tuple[str, str]], with_hours: 
 
 
 def quick_start_pong() -> str:
-    """The quick start's Pong task: when its seeds left random play and reached +18."""
-    return quick_start_seeds(QUICK_START_PONG, [("0", "left random play"), ("18", "reached +18")])
+    """The quick start's Pong command: when its seeds left random play and reached +18 (issue 35's goal: within 8M
+    frames). Frames only: its seeds ran two at a time beside other runs, so their training hours overstate what
+    the command needs alone (docs/presets.md, "Unrolls of 64 steps")."""
+    return quick_start_seeds(QUICK_START_PONG, [("0", "left random play"), ("18", "reached +18")], with_hours=False)
 
 
 def quick_start_breakout() -> str:

@@ -101,8 +101,9 @@ def test_quick_start_comes_first_with_its_three_tasks():
     text = _text(README)
     assert text.index("## Quick start") < text.index("## The two commands")
     quick = _section(text, "Quick start")
-    for needed in ("./run_local.sh", "source .venv/bin/activate", "seed-rl train --preset=atari_vtrace_fast",
-                   "seed-rl eval --logdir=", "--checkpoint=best", "--greedy", "--video", "pip install -e '.[video]'"):
+    for needed in ("./run_local.sh", "source .venv/bin/activate",
+                   "seed-rl train --preset=atari_ppo_fast --unroll_length=64", "seed-rl eval --logdir=",
+                   "--checkpoint=best", "--greedy", "--video", "pip install -e '.[video]'"):
         assert needed in quick, f"the quick start lacks {needed!r}"
     assert "## What does not work" in text
 
@@ -113,16 +114,18 @@ def test_quick_start_quotes_its_figures_from_generated_blocks():
     checks both against benchmarks/results/)."""
     quick = _section(_text(README), "Quick start")
     block = quick[quick.index("<!-- BEGIN generated:pong -->"):quick.index("<!-- END generated:pong -->")]
-    assert "atari_Pong_vtrace_seeds.json" in block and "reached +18" in block, block
-    assert "atari_Pong_vtrace_seeds.json" in _section(_text(README), "Results")
+    assert "atari_Pong_ppo_u64_seeds.json" in block and "reached +18" in block, block
+    assert "atari_Pong_ppo_u64_seeds.json" in _text(ROOT / "benchmarks" / "RESULTS.md")
 
 
 BREAKOUT_RESULTS = ROOT / "benchmarks" / "results" / "atari_Breakout_ppo_llv_seeds.json"
+PONG_RESULTS = ROOT / "benchmarks" / "results" / "atari_Pong_ppo_u64_seeds.json"
 
 
-def _resolved(command: str) -> dict:
+def _resolved(command: str, budget: bool = True) -> dict:
     """The config a ``seed-rl train`` command resolves to (the CLI's own parsing), without the run directory and
-    the seed, which differ between a user's run and each of a set's seeds."""
+    the seed, which differ between a user's run and each of a set's seeds (nor the frame budget, without
+    ``budget``)."""
     from seed_rl import cli
     from seed_rl.config import to_dict
 
@@ -133,29 +136,39 @@ def _resolved(command: str) -> dict:
     for section in ("run", "env"):
         config[section].pop("seed", None)
     config["run"]["tracking"].pop("logdir", None)
+    if not budget:
+        config["run"].pop("total_environment_frames")
     return config
 
 
-def _flag_differences(readme_command: str, trained: list) -> list:
-    ours = _resolved(readme_command)
+def _flag_differences(readme_command: str, trained: list, budget: bool = True) -> list:
+    ours = _resolved(readme_command, budget)
     return [f"the README's command resolves to another config than the committed seed's {command!r}"
-            for command in trained if _resolved(command) != ours]
+            for command in trained if _resolved(command, budget) != ours]
 
 
-def test_quick_start_breakout_command_is_the_one_its_figures_ran():
-    """The Breakout command of the quick start is, flag for flag (but the run directory and the seed), what every
-    seed of the committed set its generated figures quote trained with; a changed flag is caught."""
+@pytest.mark.parametrize("block_name, results, level, pick, flag, budget", [
+    ("breakout", BREAKOUT_RESULTS, "reached 100", "--game=Breakout", "--terminal_on_life_loss ", True),
+    # Pong's seeds ran the goal's 8M frames of the preset's budget, which the quick start keeps (and says)
+    ("pong", PONG_RESULTS, "reached +18", "--unroll_length=64", "--unroll_length=64 ", False),
+])
+def test_quick_start_atari_commands_are_the_ones_their_figures_ran(block_name, results, level, pick, flag, budget):
+    """The quick start's Pong and Breakout commands are, flag for flag (but the run directory and the seed, and
+    for Pong the frame budget), what every seed of the committed set their generated figures quote trained with; a
+    changed flag is caught."""
     quick = _section(_text(README), "Quick start")
-    block = quick[quick.index("<!-- BEGIN generated:breakout -->"):quick.index("<!-- END generated:breakout -->")]
-    assert BREAKOUT_RESULTS.name in block and "reached 100" in block, block
-    commands = [c for c in re.findall(r"^```bash\n(.*?)^```", quick, re.S | re.M) if "--game=Breakout" in c]
+    block = quick[quick.index(f"<!-- BEGIN generated:{block_name} -->"):
+                  quick.index(f"<!-- END generated:{block_name} -->")]
+    assert results.name in block and level in block, block
+    commands = [c for c in re.findall(r"^```bash\n(.*?)^```", quick, re.S | re.M) if pick in c]
     assert len(commands) == 1, commands
-    data = json.loads(BREAKOUT_RESULTS.read_text())["data"]
+    command = next(line for line in commands[0].replace("\\\n", " ").splitlines() if "seed-rl train" in line)
+    data = json.loads(results.read_text())["data"]
     trained = [c for seed in data["per_seed"] for c in seed["train_commands"]]
-    assert trained, "the committed Breakout set records no train command"
-    assert _flag_differences(commands[0], trained) == []
-    changed = commands[0].replace("--terminal_on_life_loss ", "")
-    assert len(_flag_differences(changed, trained)) == len(trained)
+    assert trained, f"the committed set {results.name} records no train command"
+    assert _flag_differences(command, trained, budget) == []
+    changed = command.replace(flag, "")
+    assert changed != command and len(_flag_differences(changed, trained, budget)) == len(trained)
 
 
 def _markdown_files():
