@@ -37,6 +37,7 @@ plays side by side unless told: the default 10 episodes at once. One after anoth
 per env step, a good Breakout policy's episodes used up the closing evaluation's two minutes after 2 to 5 of them;
 side by side, one batched policy step serves them all."""
 
+
 def eval_envs(num_episodes: int, video: bool = False) -> int:
     """How many envs a greedy evaluation of ``num_episodes`` plays side by side unless told: one per episode up to
     ``EVAL_ENVS``, and one when it records videos (one file per episode, in order)."""

@@ -25,8 +25,9 @@ class EntropyCost(tf.Module):
     ``|p| <= 20 / k`` (``k`` = ``entropy_cost_adjustment_speed``). It only moves when the agent adds the
     Lagrange-style adjustment loss ``cost * sg(mean entropy - target entropy)`` (a ``target_entropy`` is set)."""
 
-    def __init__(self, initial_cost: float, adjustment_speed: float):
+    def __init__(self, initial_cost: float, adjustment_speed: float, adapts: bool = True):
         super().__init__(name="entropy_cost")
+        self.adapts = bool(adapts)  # the agent sets a target entropy: the cost is learned state
         self.k = float(adjustment_speed)
         p0 = np.log(initial_cost) / self.k if initial_cost > 0 else -20.0 / self.k
         self.param = tf.Variable(p0, dtype=tf.float32, trainable=True, name="entropy_cost_param")
@@ -35,16 +36,16 @@ class EntropyCost(tf.Module):
         limit = 20.0 / self.k
         return tf.exp(self.k * tf.clip_by_value(self.param, -limit, limit))
 
-    def trainable(self, target_entropy: Optional[float]) -> list:
-        """The variables to train: the coefficient's when it adapts (``target_entropy`` set), none when it is fixed."""
-        return [] if target_entropy is None else [self.param]
+    def trainable(self) -> list:
+        """The variables to train: the coefficient's when it adapts, none when it is fixed."""
+        return [self.param] if self.adapts else []
 
-    def checkpoint_items(self, target_entropy: Optional[float]) -> dict:
-        """What a checkpoint keeps of the coefficient: itself when it adapts (``target_entropy`` set: its value is
-        learned state), nothing when it is fixed, so that a run resumed with another ``--entropy_cost`` takes the
-        new cost instead of the one the checkpoint was saved with (an older checkpoint's value is then ignored).
-        The optimizer, which a checkpoint also keeps, tracks it only when it is trained (``trainable``)."""
-        return {} if target_entropy is None else {"entropy_cost": self}
+    def checkpoint_items(self) -> dict:
+        """What a checkpoint keeps of the coefficient: itself when it adapts (its value is learned state), nothing
+        when it is fixed, so that a run resumed with another ``--entropy_cost`` takes the new cost instead of the one
+        the checkpoint was saved with (an older checkpoint's value is then ignored). The optimizer, which a
+        checkpoint also keeps, tracks it only when it is trained (``trainable``)."""
+        return {"entropy_cost": self} if self.adapts else {}
 
 
 class FixedCoefficient(tf.Module):

@@ -57,7 +57,8 @@ class SACAgent:
         self.target_network = self._build_network()
         for target, online in zip(self.target_network.variables, self.network.variables):
             target.assign(online)
-        self.entropy_cost = EntropyCost(config.entropy_cost, config.entropy_cost_adjustment_speed)
+        self.entropy_cost = EntropyCost(config.entropy_cost, config.entropy_cost_adjustment_speed,
+                                        adapts=config.target_entropy is not None)
 
     def _build_network(self):
         c = self.config
@@ -106,7 +107,7 @@ class SACAgent:
 
     @property
     def trainable_variables(self):
-        return list(self.network.trainable_variables) + self.entropy_cost.trainable(self.config.target_entropy)
+        return list(self.network.trainable_variables) + self.entropy_cost.trainable()
 
     @property
     def policy_variables(self):
@@ -117,7 +118,7 @@ class SACAgent:
     def checkpoint_items(self) -> dict:
         return {"network": checkpoint_variables(self.network),
                 "target_network": checkpoint_variables(self.target_network),
-                **self.entropy_cost.checkpoint_items(self.config.target_entropy)}
+                **self.entropy_cost.checkpoint_items()}
 
     def make_optimizer(self, total_updates: int):
         return make_optimizer(self.config.optimizer, total_updates)

@@ -55,7 +55,8 @@ class VTraceAgent:
             raise ValueError(f"use_reward_and_action feeds a one-hot previous action: it needs one discrete action; "
                              f"this env's action spec is {action_spec} (pass --use_reward_and_action=false)")
         self.network = build_network(config, observation_spec, action_spec, self.distribution.param_size())
-        self.entropy_cost = EntropyCost(config.entropy_cost, config.entropy_cost_adjustment_speed)
+        self.entropy_cost = EntropyCost(config.entropy_cost, config.entropy_cost_adjustment_speed,
+                                        adapts=config.target_entropy is not None)
         self._build()
         if config.initializer == "orthogonal":
             orthogonal_init(self.network, seed=None)
@@ -83,15 +84,14 @@ class VTraceAgent:
 
     @property
     def trainable_variables(self):
-        return list(self.network.trainable_variables) + self.entropy_cost.trainable(self.config.target_entropy)
+        return list(self.network.trainable_variables) + self.entropy_cost.trainable()
 
     @property
     def policy_variables(self):
         return checkpoint_variables(self.network)
 
     def checkpoint_items(self) -> dict:
-        items = {"network": checkpoint_variables(self.network)}
-        return {**items, **self.entropy_cost.checkpoint_items(self.config.target_entropy)}
+        return {"network": checkpoint_variables(self.network), **self.entropy_cost.checkpoint_items()}
 
     def make_optimizer(self, total_updates: int):
         return make_optimizer(self.config.optimizer, total_updates)
