@@ -571,6 +571,35 @@ def _recorded(record: dict, seed: int) -> dict:
             "config": data.get("config") if data.get("config_seed") == seed else None}
 
 
+def _seed_from_record(args, seed, logdir, record, entry):
+    """A seed whose run directory is gone, from its committed CSV and its entry of the earlier results file."""
+    frames, hours, scores = read_curve(os.path.join(args.results_dir, entry["csv"]))
+    print(f"atari_learning: seed {seed}: no run directory {logdir}; reported from {entry['csv']} and the "
+          f"results file of {record.get('date')} (commit {record.get('commit')})", flush=True)
+    seed_entry = dict(seed=seed, logdir=logdir, csv=entry["csv"], finished=entry["finished"],
+                      sessions=entry["sessions"], train_commands=entry["train_commands"],
+                      training_hours=entry["training_hours"],
+                      recorded=entry.get("recorded") or _recorded(record, seed),
+                      **window_figures(frames, hours, scores, args.levels))
+    return seed_entry, frames, hours, scores
+
+
+def _seed_from_run(args, stem, seed, logdir):
+    """A seed from its run directory; writes its per-episode CSV when it has episodes."""
+    sessions, frames, hours, scores = _read_run(logdir)
+    csv_name = None
+    if len(scores):
+        csv_name = f"{stem}_seed_{seed}.csv"
+        write_episodes_csv(os.path.join(args.results_dir, csv_name), frames, hours, scores)
+    seed_entry = dict(seed=seed, logdir=logdir, csv=csv_name,
+                      finished=finished_reason(logdir, args.hours, args.total_frames),
+                      sessions=len(sessions),
+                      train_commands=[" ".join(x.get("command", [])) for x in sessions],
+                      training_hours=trained_hours(sessions),
+                      **window_figures(frames, hours, scores, args.levels))
+    return seed_entry, frames, hours, scores
+
+
 def report_seeds(args) -> Optional[str]:
     """Writes the set's per-seed CSVs, its PNG, its results file and its RESULTS.md section (``--seeds``).
 
@@ -585,27 +614,9 @@ def report_seeds(args) -> Optional[str]:
     for seed in args.seeds:
         logdir = seed_logdir(args.logdir, seed)
         if not os.path.isdir(logdir) and seed in recorded:
-            entry = recorded[seed]
-            frames, hours, scores = read_curve(os.path.join(args.results_dir, entry["csv"]))
-            print(f"atari_learning: seed {seed}: no run directory {logdir}; reported from {entry['csv']} and the "
-                  f"results file of {record.get('date')} (commit {record.get('commit')})", flush=True)
-            seed_entry = dict(seed=seed, logdir=logdir, csv=entry["csv"], finished=entry["finished"],
-                              sessions=entry["sessions"], train_commands=entry["train_commands"],
-                              training_hours=entry["training_hours"],
-                              recorded=entry.get("recorded") or _recorded(record, seed),
-                              **window_figures(frames, hours, scores, args.levels))
+            seed_entry, frames, hours, scores = _seed_from_record(args, seed, logdir, record, recorded[seed])
         else:
-            sessions, frames, hours, scores = _read_run(logdir)
-            csv_name = None
-            if len(scores):
-                csv_name = f"{stem}_seed_{seed}.csv"
-                write_episodes_csv(os.path.join(args.results_dir, csv_name), frames, hours, scores)
-            seed_entry = dict(seed=seed, logdir=logdir, csv=csv_name,
-                              finished=finished_reason(logdir, args.hours, args.total_frames),
-                              sessions=len(sessions),
-                              train_commands=[" ".join(x.get("command", [])) for x in sessions],
-                              training_hours=trained_hours(sessions),
-                              **window_figures(frames, hours, scores, args.levels))
+            seed_entry, frames, hours, scores = _seed_from_run(args, stem, seed, logdir)
         means = full_windows(scores)
         if len(means):
             # Training hours only grow with env frames within a run; the running maximum keeps x increasing even
