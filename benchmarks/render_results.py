@@ -704,7 +704,7 @@ def curves_table_short() -> str:
     return _table(["run", "length", "score at the end", "file"], rows, "llrl")
 
 
-QUICK_START_PONG = "atari_Pong_ppo_u64_seeds.json"
+QUICK_START_PONG = "atari_Pong_ppo_u128_seeds.json"
 """The runs behind the README quick start's Pong command (``atari_ppo_fast`` with the flags they name)."""
 
 QUICK_START_BREAKOUT = "atari_Breakout_ppo_llv_seeds.json"

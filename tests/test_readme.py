@@ -102,7 +102,7 @@ def test_quick_start_comes_first_with_its_three_tasks():
     assert text.index("## Quick start") < text.index("## The two commands")
     quick = _section(text, "Quick start")
     for needed in ("./run_local.sh", "source .venv/bin/activate",
-                   "seed-rl train --preset=atari_ppo_fast --unroll_length=64", "seed-rl eval --logdir=",
+                   "seed-rl train --preset=atari_ppo_fast --unroll_length=128", "seed-rl eval --logdir=",
                    "--checkpoint=best", "--greedy", "--video", "pip install -e '.[video]'"):
         assert needed in quick, f"the quick start lacks {needed!r}"
     assert "## What does not work" in text
@@ -114,12 +114,12 @@ def test_quick_start_quotes_its_figures_from_generated_blocks():
     checks both against benchmarks/results/)."""
     quick = _section(_text(README), "Quick start")
     block = quick[quick.index("<!-- BEGIN generated:pong -->"):quick.index("<!-- END generated:pong -->")]
-    assert "atari_Pong_ppo_u64_seeds.json" in block and "reached +18" in block, block
-    assert "atari_Pong_ppo_u64_seeds.json" in _text(ROOT / "benchmarks" / "RESULTS.md")
+    assert "atari_Pong_ppo_u128_seeds.json" in block and "reached +18" in block, block
+    assert "atari_Pong_ppo_u128_seeds.json" in _text(ROOT / "benchmarks" / "RESULTS.md")
 
 
 BREAKOUT_RESULTS = ROOT / "benchmarks" / "results" / "atari_Breakout_ppo_llv_seeds.json"
-PONG_RESULTS = ROOT / "benchmarks" / "results" / "atari_Pong_ppo_u64_seeds.json"
+PONG_RESULTS = ROOT / "benchmarks" / "results" / "atari_Pong_ppo_u128_seeds.json"
 
 
 def _resolved(command: str, budget: bool = True) -> dict:
@@ -150,7 +150,7 @@ def _flag_differences(readme_command: str, trained: list, budget: bool = True) -
 @pytest.mark.parametrize("block_name, results, level, pick, flag, budget", [
     ("breakout", BREAKOUT_RESULTS, "reached 100", "--game=Breakout", "--terminal_on_life_loss ", True),
     # Pong's seeds ran the goal's 8M frames of the preset's budget, which the quick start keeps (and says)
-    ("pong", PONG_RESULTS, "reached +18", "--unroll_length=64", "--unroll_length=64 ", False),
+    ("pong", PONG_RESULTS, "reached +18", "--unroll_length=128", "--unroll_length=128 ", False),
 ])
 def test_quick_start_atari_commands_are_the_ones_their_figures_ran(block_name, results, level, pick, flag, budget):
     """The quick start's Pong and Breakout commands are, flag for flag (but the run directory and the seed, and
