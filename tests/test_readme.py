@@ -7,12 +7,17 @@ trained with."""
 import json
 import re
 import shlex
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+if str(ROOT / "benchmarks") not in sys.path:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from render_results import QUICK_START_BREAKOUT, QUICK_START_PONG  # noqa: E402
 
 TWO_COMMANDS = (
     "./run_local.sh      # sets up .venv if needed, trains V-trace on CartPole-v1 with 2 actors until it is good\n"
@@ -114,12 +119,12 @@ def test_quick_start_quotes_its_figures_from_generated_blocks():
     checks both against benchmarks/results/)."""
     quick = _section(_text(README), "Quick start")
     block = quick[quick.index("<!-- BEGIN generated:pong -->"):quick.index("<!-- END generated:pong -->")]
-    assert "atari_Pong_ppo_u128_seeds.json" in block and "reached +18" in block, block
-    assert "atari_Pong_ppo_u128_seeds.json" in _text(ROOT / "benchmarks" / "RESULTS.md")
+    assert QUICK_START_PONG in block and "reached +18" in block, block
+    assert QUICK_START_PONG in _text(ROOT / "benchmarks" / "RESULTS.md")
 
 
-BREAKOUT_RESULTS = ROOT / "benchmarks" / "results" / "atari_Breakout_ppo_llv_seeds.json"
-PONG_RESULTS = ROOT / "benchmarks" / "results" / "atari_Pong_ppo_u128_seeds.json"
+BREAKOUT_RESULTS = ROOT / "benchmarks" / "results" / QUICK_START_BREAKOUT
+PONG_RESULTS = ROOT / "benchmarks" / "results" / QUICK_START_PONG
 
 
 def _resolved(command: str, budget: bool = True) -> dict:
