@@ -666,3 +666,67 @@ def step_batch(env_ids, run_ids, obs, step: int):
         env_outputs=EnvOutput(reward=np.zeros(k, np.float32), done=np.zeros(k, np.bool_), observation=obs,
                               abandoned=np.zeros(k, np.bool_), episode_step=np.full(k, step, np.int32)),
         raw_rewards=np.zeros(k, np.float32))
+
+
+def time_learner_steps(config, calls: int, warmup_steps: int, steps: int) -> dict:
+    """The learner's inference step and train step for ``config``, timed in this process (``Learner`` builds them
+    as a run does; its server is never started). Random frames of the env's observation shape (the same frames for
+    every config of a shape) go through the inference step, its envs cycled as the actors' groups cycle them, until
+    one batch of complete unrolls exists; ``calls`` inference calls of ``inference_batch_size`` rows are timed (the
+    first three untimed: tracing), then ``steps`` train steps on that batch after ``warmup_steps`` untimed ones.
+    Outputs and metrics are fetched as the learner's handler and training thread fetch them. Returns medians in ms
+    with the devices line, the dtype policy and the batch's shape."""
+    import statistics
+    import tempfile
+
+    import numpy as np
+    import tensorflow as tf
+
+    from seed_rl.config import replace, replace_flat
+    from seed_rl.learner.data import split_unrolls, stack_unrolls
+    from seed_rl.learner.learner import Learner
+
+    with tempfile.TemporaryDirectory(prefix="seed_rl_bench_steps_") as tmp:
+        config = replace(config, run=replace_flat(config.run, logdir=os.path.join(tmp, "run")))
+        learner = Learner(config)
+        run = config.run
+        rows, num_envs = run.resolved_inference_batch_size, run.resolved_num_envs
+        rng = np.random.default_rng(0)
+        frames = rng.integers(0, 256, (64, *learner.observation_spec.shape), dtype=np.uint8)
+        run_ids = np.arange(1, num_envs + 1, dtype=np.int64) * 7919
+        unrolls: list = []
+        done = [0]
+
+        def inference_call() -> None:
+            i = done[0]
+            env_ids = ((np.arange(rows) + i * rows) % num_envs).astype(np.int32)
+            batch = step_batch(env_ids, run_ids[env_ids], frames[(np.arange(rows) + i) % len(frames)],
+                               i * rows // num_envs)
+            out = learner.inference(batch.env_ids, batch.run_ids, batch.env_outputs, batch.raw_rewards)
+            done[0] += 1
+            out.actions.numpy()
+            int(out.frames.numpy())
+            if out.completed_env_ids.shape[0] and len(unrolls) < run.batch_size:
+                unrolls.extend(split_unrolls(tf.nest.map_structure(lambda t: t.numpy(), out.unrolls)))
+
+        for _ in range(3):
+            inference_call()
+        inference_s = []
+        for _ in range(calls):
+            t = time.perf_counter()
+            inference_call()
+            inference_s.append(time.perf_counter() - t)
+        while len(unrolls) < run.batch_size:  # complete unrolls of unroll_length + 1 steps
+            inference_call()
+        train_batch = stack_unrolls(unrolls[:run.batch_size])
+        train_s = []
+        for i in range(warmup_steps + steps):
+            t = time.perf_counter()
+            result = learner.trainer.step(train_batch)
+            {k: float(v) for k, v in result.metrics.items()}  # waits for the step, as the training thread does
+            if i >= warmup_steps:
+                train_s.append(time.perf_counter() - t)
+        return dict(devices=learner.devices.describe(), dtype_policy=learner.devices.dtype_policy() or "float32",
+                    inference_call_ms=1e3 * statistics.median(inference_s), inference_calls=len(inference_s),
+                    inference_batch_size=rows, train_step_ms=1e3 * statistics.median(train_s),
+                    train_steps=len(train_s), batch_size=run.batch_size, unroll_length=run.unroll_length)

@@ -161,61 +161,12 @@ def child_cell(args) -> dict:
 
 
 def child_bf16(args) -> dict:
-    """The learner's inference step and train step at one precision, timed in this process (``Learner`` builds
-    them as a run does; its server is never started)."""
-    import numpy as np
-    import tensorflow as tf
-
-    from seed_rl.learner.data import split_unrolls, stack_unrolls
-    from seed_rl.learner.learner import Learner
-
-    with tempfile.TemporaryDirectory(prefix="seed_rl_bench_bf16_") as tmp:
-        config = build_config(PRESET, os.path.join(tmp, "run"), precision=args.precision)
-        learner = Learner(config)
-        run = config.run
-        rows, num_envs = run.resolved_inference_batch_size, run.resolved_num_envs
-        rng = np.random.default_rng(0)  # the same frames at both precisions
-        frames = rng.integers(0, 256, (64, *learner.observation_spec.shape), dtype=np.uint8)
-        run_ids = np.arange(1, num_envs + 1, dtype=np.int64) * 7919
-        unrolls: list = []
-        calls = 0
-
-        def inference_call() -> None:
-            """One call on the next ``rows`` envs (cycling as the actors' groups do), its outputs fetched as the
-            learner's handler fetches them."""
-            nonlocal calls
-            env_ids = ((np.arange(rows) + calls * rows) % num_envs).astype(np.int32)
-            batch = _common.step_batch(env_ids, run_ids[env_ids], frames[(np.arange(rows) + calls) % len(frames)],
-                                       calls * rows // num_envs)
-            out = learner.inference(batch.env_ids, batch.run_ids, batch.env_outputs, batch.raw_rewards)
-            calls += 1
-            out.actions.numpy()
-            int(out.frames.numpy())
-            if out.completed_env_ids.shape[0] and len(unrolls) < run.batch_size:
-                unrolls.extend(split_unrolls(tf.nest.map_structure(lambda t: t.numpy(), out.unrolls)))
-
-        for _ in range(3):  # the first call traces
-            inference_call()
-        inference_s = []
-        for _ in range(args.bf16_calls):
-            t = time.perf_counter()
-            inference_call()
-            inference_s.append(time.perf_counter() - t)
-        while len(unrolls) < run.batch_size:  # complete unrolls of unroll_length + 1 steps
-            inference_call()
-        train_batch = stack_unrolls(unrolls[:run.batch_size])
-        train_s = []
-        for i in range(args.bf16_warmup_steps + args.bf16_steps):
-            t = time.perf_counter()
-            result = learner.trainer.step(train_batch)
-            {k: float(v) for k, v in result.metrics.items()}  # waits for the step, as the training thread does
-            if i >= args.bf16_warmup_steps:
-                train_s.append(time.perf_counter() - t)
-        policy = learner.devices.dtype_policy() or "float32"
-        return dict(precision=args.precision, devices=learner.devices.describe(), dtype_policy=policy,
-                    inference_call_ms=1e3 * statistics.median(inference_s), inference_calls=len(inference_s),
-                    inference_batch_size=rows, train_step_ms=1e3 * statistics.median(train_s),
-                    train_steps=len(train_s), batch_size=run.batch_size, unroll_length=run.unroll_length)
+    """The learner's inference step and train step at one precision, timed in this process
+    (``_common.time_learner_steps``: the same frames at both precisions)."""
+    config = build_config(PRESET, "run", precision=args.precision)  # run directory: a temporary one, there
+    timed = _common.time_learner_steps(config, calls=args.bf16_calls, warmup_steps=args.bf16_warmup_steps,
+                                       steps=args.bf16_steps)
+    return dict(precision=args.precision, **timed)
 
 
 def bf16_summary(runs: List[dict], flags: Dict[str, bool]) -> dict:
