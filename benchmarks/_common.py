@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 import warnings
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS_PATH = os.path.join(REPO, "benchmarks", "RESULTS.md")
@@ -230,6 +230,17 @@ def report(name: str, title: str, body: str, t_script: float, write: bool = True
         print(f"wrote {RESULTS_PATH}")
         if data is not None:
             print(f"wrote {write_result(name, data, load_before=load_before)}")
+
+
+def rerender(name: str, title: str, body: Callable[[dict], str], write: bool = True) -> int:
+    """``--report_only``: the section of ``results/<name>.json`` again, from ``body(record)``; printed, and put into
+    RESULTS.md unless ``write`` is false. Measures nothing; returns 0."""
+    with open(os.path.join(RESULTS_DIR, f"{name}.json")) as f:
+        text = body(json.load(f))
+    print(text)
+    if write:
+        update_results(name, title, text)
+    return 0
 
 
 def iqm_interval(scores, reps: int = 20_000, seed: int = 0) -> Tuple[float, List[float]]:

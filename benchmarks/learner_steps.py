@@ -103,12 +103,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.child:
         return _child(args)
     if args.report_only:
-        with open(os.path.join(_common.RESULTS_DIR, f"{NAME}.json")) as f:
-            text = body(json.load(f))
-        print(text)
-        if not args.no_write:
-            _common.update_results(NAME, TITLE, text)
-        return 0
+        return _common.rerender(NAME, TITLE, body, write=not args.no_write)
     entries = [" ".join(p.split()) for p in args.presets.split(",") if p.strip()]
     if not entries or len(set(entries)) < len(entries) or args.rounds < 1 or args.calls < 1 or args.steps < 1:
         parser.error("--presets needs one or more distinct entries; --rounds, --calls and --steps at least 1")
@@ -136,8 +131,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         per_round.append(measured)
     data = dict(game=args.game, entries=entries, rounds=args.rounds, calls=args.calls, steps=args.steps,
                 per_round=per_round, summary=summarize(entries, per_round))
-    record = dict(date=_common.now_string(), command=_common.command_line(), load_before=load_before, data=data)
-    _common.report(NAME, TITLE, body(record), t_script, write=not args.no_write, data=data, load_before=load_before)
+    if args.no_write:
+        print(body(dict(date=_common.now_string(), command=_common.command_line(), load_before=load_before,
+                        data=data)))
+    else:  # the section from the file as written (its rounded numbers), as --report_only rebuilds it
+        _common.write_result(NAME, data, load_before=load_before)
+        _common.rerender(NAME, TITLE, body)
+        print(f"wrote {_common.RESULTS_PATH} and results/{NAME}.json")
+    print(f"(script wall time {time.monotonic() - t_script:.0f} s)")
     return 0
 
 

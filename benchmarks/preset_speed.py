@@ -173,12 +173,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.child:
         return _child(args)
     if args.report_only:
-        with open(os.path.join(_common.RESULTS_DIR, "preset_speed.json")) as f:
-            text = body(json.load(f))
-        print(text)
-        if not args.no_write:
-            _common.update_results("preset_speed", TITLE, text)
-        return 0
+        return _common.rerender("preset_speed", TITLE, body, write=not args.no_write)
     presets = [" ".join(p.split()) for p in args.presets.split(",") if p.strip()]
     from seed_rl.configs import PRESETS
 
