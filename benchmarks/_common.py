@@ -4,7 +4,7 @@ and process, a sampling profiler, and process clean-up.
 Every benchmark measures ratios within one run of its script (the machines are shared and noisy), rewrites its
 own section of ``benchmarks/RESULTS.md`` (the other sections are kept) and writes its numbers, with the command,
 commit, machine and date, to ``benchmarks/results/<name>.json`` (``write_result``; benchmarks/README.md). Imports
-no TensorFlow.
+no TensorFlow when imported (``time_learner_steps`` imports it when called).
 """
 
 from __future__ import annotations
