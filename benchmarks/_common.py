@@ -706,15 +706,15 @@ def time_learner_steps(config, calls: int, warmup_steps: int, steps: int) -> dic
         frames = rng.integers(0, 256, (64, *learner.observation_spec.shape), dtype=np.uint8)
         run_ids = np.arange(1, num_envs + 1, dtype=np.int64) * 7919
         unrolls: list = []
-        done = [0]
+        i = 0  # inference calls made
 
         def inference_call() -> None:
-            i = done[0]
+            nonlocal i
             env_ids = ((np.arange(rows) + i * rows) % num_envs).astype(np.int32)
             batch = step_batch(env_ids, run_ids[env_ids], frames[(np.arange(rows) + i) % len(frames)],
                                i * rows // num_envs)
             out = learner.inference(batch.env_ids, batch.run_ids, batch.env_outputs, batch.raw_rewards)
-            done[0] += 1
+            i += 1
             out.actions.numpy()
             int(out.frames.numpy())
             if out.completed_env_ids.shape[0] and len(unrolls) < run.batch_size:
@@ -731,11 +731,11 @@ def time_learner_steps(config, calls: int, warmup_steps: int, steps: int) -> dic
             inference_call()
         train_batch = stack_unrolls(unrolls[:run.batch_size])
         train_s = []
-        for i in range(warmup_steps + steps):
+        for step in range(warmup_steps + steps):
             t = time.perf_counter()
             result = learner.trainer.step(train_batch)
             {k: float(v) for k, v in result.metrics.items()}  # waits for the step, as the training thread does
-            if i >= warmup_steps:
+            if step >= warmup_steps:
                 train_s.append(time.perf_counter() - t)
         return dict(devices=learner.devices.describe(), dtype_policy=learner.devices.dtype_policy() or "float32",
                     inference_call_ms=1e3 * statistics.median(inference_s), inference_calls=len(inference_s),

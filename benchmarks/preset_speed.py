@@ -212,10 +212,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(body(dict(date=_common.now_string(), command=_common.command_line(), load_before=load_before,
                         data=data)))
     else:
-        with open(_common.write_result("preset_speed", data, load_before=load_before)) as f:
-            text = body(json.load(f))
-        print(text)
-        _common.update_results("preset_speed", TITLE, text)
+        _common.write_result("preset_speed", data, load_before=load_before)
+        _common.rerender("preset_speed", TITLE, body)  # the section from the file as written
         print(f"wrote {_common.RESULTS_PATH} and results/preset_speed.json")
     print(f"(script wall time {time.monotonic() - t_script:.0f} s)")
     return 0

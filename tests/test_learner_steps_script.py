@@ -36,7 +36,7 @@ def test_the_summary_is_the_median_of_the_rounds_and_adds_both_steps():
     assert s["learner_ms_per_1024"] == pytest.approx(350.0 + 2.0 * 64)
 
 
-def test_the_section_shows_each_entry(tmp_path):
+def test_the_section_shows_each_entry():
     rounds = [{"atari_vtrace_fast": learner_steps.per_1024(_timed(13.7, 1.29, batch=4, unroll=20, rows=8))}]
     data = dict(game="Pong", entries=["atari_vtrace_fast"], rounds=1, calls=10, steps=2, per_round=rounds,
                 summary=learner_steps.summarize(["atari_vtrace_fast"], rounds))
