@@ -62,20 +62,24 @@ def summarize(entries: Sequence[str], per_round: Sequence[Dict[str, dict]]) -> D
 def body(record: dict) -> str:
     data = record["data"]
     rows = []
+    base = data["summary"][data["entries"][0]]["learner_ms_per_1024"]
     for e in data["entries"]:
         s, first = data["summary"][e], data["per_round"][0][e]
         rows.append([f"`{e}`", f"{first['batch_size']} x {first['unroll_length']}", f"{s['train_step_ms']:,.1f}",
                      f"{first['inference_batch_size']}", f"{s['inference_call_ms']:.2f}",
                      f"{s['train_ms_per_1024']:,.0f}", f"{s['inference_ms_per_1024']:,.0f}",
-                     f"{s['learner_ms_per_1024']:,.0f}"])
+                     f"{s['learner_ms_per_1024']:,.0f}", f"{s['learner_ms_per_1024'] / base:.2f}x"])
     table = _common.markdown_table(
         ["entry", "batch (unrolls x steps)", "train step ms", "inference rows", "inference call ms",
-         "train ms / 1,024 agent steps", "inference ms / 1,024", "both"], rows, align="l" + "r" * 7)
+         "train ms / 1,024 agent steps", "inference ms / 1,024", "both",
+         "both / the first entry's"], rows, align="l" + "r" * 8)
     return (f"Run on {record['date']}: `{record['command']}` (from the repository root, in `.venv`).  \n"
             f"Load average before the run (`cat /proc/loadavg`): {record['load_before']}.\n\n"
             f"Atari {data['game']}, each entry's learner built as a run builds it (no actors, no server), medians "
             f"of {data['rounds']} rounds of {data['calls']} inference calls and {data['steps']} train steps each "
-            f"(random frames of the game's shape; full inference batches):\n\n{table}\n")
+            f"(random frames of the game's shape; full inference batches). The last column is the learner's cost per "
+            f"frame against the first entry's: above 1x, the entry leaves its actors less of the cores at the same "
+            f"frames/s.\n\n{table}\n")
 
 
 def _child(args) -> int:

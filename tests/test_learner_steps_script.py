@@ -37,12 +37,15 @@ def test_the_summary_is_the_median_of_the_rounds_and_adds_both_steps():
 
 
 def test_the_section_shows_each_entry():
-    rounds = [{"atari_vtrace_fast": learner_steps.per_1024(_timed(13.7, 1.29, batch=4, unroll=20, rows=8))}]
-    data = dict(game="Pong", entries=["atari_vtrace_fast"], rounds=1, calls=10, steps=2, per_round=rounds,
-                summary=learner_steps.summarize(["atari_vtrace_fast"], rounds))
+    entries = ["atari_vtrace_fast", "atari_ppo_fast"]
+    rounds = [{"atari_vtrace_fast": learner_steps.per_1024(_timed(13.7, 1.29, batch=4, unroll=20, rows=8)),
+               "atari_ppo_fast": learner_steps.per_1024(_timed(476.0, 3.0, batch=8, unroll=128, rows=16))}]
+    data = dict(game="Pong", entries=entries, rounds=1, calls=10, steps=2, per_round=rounds,
+                summary=learner_steps.summarize(entries, rounds))
     text = learner_steps.body(dict(date="today", command="python benchmarks/learner_steps.py", load_before="0 0 0",
                                    data=data))
-    assert "| `atari_vtrace_fast` | 4 x 20 | 13.7 | 8 | 1.29 | 175 | 165 | 340 |" in text, text
+    assert "| `atari_vtrace_fast` | 4 x 20 | 13.7 | 8 | 1.29 | 175 | 165 | 340 | 1.00x |" in text, text
+    assert "| `atari_ppo_fast` | 8 x 128 | 476.0 | 16 | 3.00 | 476 | 192 | 668 | 1.96x |" in text, text
 
 
 @pytest.mark.parametrize("argv, says", [
