@@ -318,6 +318,13 @@ class RunConfig:
         0, "Capacity of the unroll queue in unrolls; 0 means batch_size (back-pressure: the inference step waits "
         "while the queue holds this many; the unrolls one step completes enter together)."
     )
+    stagger_unrolls: bool = field(
+        False, "Spread the training envs' unroll ends evenly over unroll_length steps: after an actor connects, "
+        "env i's first unroll is cut short at an offset of i x unroll_length / envs steps and dropped (at most one "
+        "unroll per env per connection). Envs an actor steps in lockstep otherwise complete their unrolls at the "
+        "same step, so the learner gets envs / batch_size batches at once and then nothing for unroll_length "
+        "steps. Off: every unroll starts at a connection, as the original's."
+    )
     total_environment_frames: int = field(
         1_000_000_000, "Stop after this many environment frames (agent steps x action repeats)."
     )

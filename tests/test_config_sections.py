@@ -91,7 +91,8 @@ def test_the_new_layout_nests_by_concern_and_round_trips():
 def test_every_flag_of_the_flat_layout_is_still_one_field():
     old = json.loads(OLD_R2D2)
     # Every flag of the old layout is still one field; the fields added since name themselves here.
-    assert set(flat_fields(RunConfig)) - set(old["run"]) == {"target_eval_episodes", "video_period_secs"}
+    assert set(flat_fields(RunConfig)) - set(old["run"]) == {"target_eval_episodes", "video_period_secs",
+                                                             "stagger_unrolls"}
     assert set(old["run"]) <= set(flat_fields(RunConfig))
     for text, agent in ((OLD_R2D2, "r2d2"), (OLD_VTRACE, "vtrace")):
         assert set(json.loads(text)["agent"]) <= set(flat_fields(agents_lib.config_class(agent)))

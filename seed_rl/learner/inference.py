@@ -186,7 +186,7 @@ class InferenceStep(tf.Module):
     def __init__(self, agent, observation_spec, num_envs: int, unroll_length: int, num_action_repeats: int,
                  policy_version: tf.Variable, num_overlapping_steps: int = 0, num_eval_envs: int = 0,
                  fast_call: bool = True, action_spec: Optional[ArraySpec] = None, device: Optional[str] = None,
-                 jit_compile: bool = False):
+                 jit_compile: bool = False, stagger_unrolls: bool = False):
         super().__init__(name="inference_step")
         self.agent = agent
         self.device = device
@@ -209,7 +209,7 @@ class InferenceStep(tf.Module):
         agent_output_spec = specs_lib.spec_of_tensors(agent.agent_output_spec())
         with tf.device(device) if device else _no_scope():
             self._make_tables(num_envs, state_spec, action_tensor_spec, env_spec, agent_output_spec, unroll_length,
-                              num_overlapping_steps)
+                              num_overlapping_steps, self.num_train_envs if stagger_unrolls else 0)
         # The compiled step takes the per-env scalars packed into two arrays (ids, run ids, episode step, done,
         # abandoned, life lost as int64; reward, raw reward as float32) plus the observation leaves: each tensor handed to a
         # TF function costs Python time on every call, more than a small network's ops take to run (measured:
@@ -224,7 +224,7 @@ class InferenceStep(tf.Module):
         self._executor_choice: Optional[fast_call_lib.ExecutorChoice] = None
 
     def _make_tables(self, num_envs, state_spec, action_tensor_spec, env_spec, agent_output_spec, unroll_length,
-                     num_overlapping_steps) -> None:
+                     num_overlapping_steps, stagger_envs) -> None:
         self.run_ids = EnvTable(num_envs, tf.TensorSpec([], tf.int64), "run_ids")
         self.agent_states = EnvTable(num_envs, state_spec, "agent_states")
         self.prev_actions = EnvTable(num_envs, action_tensor_spec, "prev_actions")
@@ -234,7 +234,7 @@ class InferenceStep(tf.Module):
         # Each step keeps the recurrent state *before* it, so that every unroll carries the exact state at its
         # first step, whatever the overlap (the original stored the state of position `burn_in` instead).
         step_spec = (action_tensor_spec, env_spec, agent_output_spec, tf.TensorSpec([], tf.int64), state_spec)
-        self.store = UnrollStore(num_envs, unroll_length, step_spec, num_overlapping_steps)
+        self.store = UnrollStore(num_envs, unroll_length, step_spec, num_overlapping_steps, stagger_envs=stagger_envs)
 
     @property
     def executor(self) -> fast_call_lib.ExecutorChoice:

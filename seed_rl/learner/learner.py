@@ -220,7 +220,8 @@ class Learner:
                 self.config.env.num_action_repeats, self.policy_version,
                 num_overlapping_steps=self.agent.num_overlapping_steps, num_eval_envs=run.num_eval_envs,
                 fast_call=run.devices.fast_inference_call, action_spec=self.action_spec,
-                device=self.devices.inference_device, jit_compile=run.devices.jit_compile)
+                device=self.devices.inference_device, jit_compile=run.devices.jit_compile,
+                stagger_unrolls=run.stagger_unrolls)
         self.queue = UnrollQueue(run.resolved_unroll_queue_size)
         self.source = data_lib.build_source(self.feed, self.queue, self.inference.store, run.batch_size, run.seed)
         self.replay: Optional[replay_lib.PrioritizedReplay] = self.source.replay

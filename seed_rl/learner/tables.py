@@ -15,6 +15,16 @@
   zero padding: the first unroll of a run holds real steps only (the original padded the burn-in with zero
   frames, which a recurrent network then burned in from a state it never had when acting).
 
+  ``stagger_envs`` > 0 spreads the unrolls' ends over time: after a reset, env ``i`` (of the first ``stagger_envs``)
+  starts at position ``i * unroll_length // stagger_envs % unroll_length`` instead of 0, and that first, short
+  unroll is dropped (its steps before the offset are another run's or nothing); its last ``overlap + 1`` steps are
+  real and start the next unroll, so every unroll after it is whole and real. Envs that an actor steps in lockstep
+  would otherwise all complete their unrolls at the same step, handing the learner ``envs / batch_size`` batches at
+  once and then nothing for ``unroll_length`` steps (docs/presets.md, "Staggered unrolls")::
+
+      unroll_length = 4, overlap 0, env offset 2:   (x x) 0 1 2 | 2 3 4 5 6 | 6 7 8 9 10 ...
+                                                    dropped        unroll 0    unroll 1
+
 Every method takes env ids ``[N]`` (unique) and works eagerly and inside ``tf.function``.
 """
 
@@ -67,7 +77,7 @@ class EnvTable(tf.Module):
 
 class UnrollStore(tf.Module):
     def __init__(self, num_envs: int, unroll_length: int, specs, num_overlapping_steps: int = 0,
-                 name: str = "unroll_store"):
+                 name: str = "unroll_store", stagger_envs: int = 0):
         super().__init__(name=name)
         if unroll_length < 1 or num_overlapping_steps < 0:
             # With unroll_length 0 every kept tail would fill the env's rows and the next step would land in the
@@ -85,7 +95,15 @@ class UnrollStore(tf.Module):
         # exist").
         self._vars = tf.nest.map_structure(
             lambda s: _variable([num_envs * self.full_length, *s.shape], s.dtype, name), specs)
-        self._index = tf.Variable(tf.zeros([num_envs], tf.int32), trainable=False, name=f"{name}_index")
+        self.stagger_envs = min(max(stagger_envs, 0), num_envs)
+        offsets = [i * unroll_length // self.stagger_envs % unroll_length if i < self.stagger_envs else 0
+                   for i in range(num_envs)]
+        self._offsets = tf.constant(offsets, tf.int32)
+        """Each env's position after a reset (all 0 without ``stagger_envs``)."""
+        self._index = tf.Variable(self._offsets, trainable=False, name=f"{name}_index")
+        # 1 while an env's first, short unroll is still filling: it is dropped when it completes.
+        self._dropping = (tf.Variable(tf.cast(self._offsets > 0, tf.int32), trainable=False, name=f"{name}_dropping")
+                          if self.stagger_envs else None)
 
     def append(self, env_ids, values):
         """Appends one step per env.
@@ -100,25 +118,46 @@ class UnrollStore(tf.Module):
             lambda v, x: _writable(v) and v.scatter_update(tf.IndexedSlices(tf.cast(x, v.dtype), rows)),
             self._vars, values)
         index += 1
-        completed = tf.equal(index, length)
-        completed_ids = tf.boolean_mask(env_ids, completed)
-        first_rows = completed_ids[:, tf.newaxis] * length  # [C, 1]
-        unroll_rows = first_rows + tf.range(length)[tf.newaxis]  # [C, full_length]
-        unrolls = tf.nest.map_structure(lambda v: tf.gather(v, unroll_rows), self._vars)
+        full = tf.equal(index, length)
         keep = self.overlap + 1
-        # The last `keep` steps of a completed unroll start the next one.
-        head_rows = tf.reshape(first_rows + tf.range(keep)[tf.newaxis], [-1])
+        if self._dropping is None:
+            completed = full
+            completed_ids = tf.boolean_mask(env_ids, completed)
+            unrolls = self._gather(completed_ids, tf.range(length))
+            tails = tf.nest.map_structure(lambda u: u[:, length - keep:], unrolls)
+            full_ids = completed_ids
+        else:
+            dropped = tf.equal(tf.gather(self._dropping, env_ids), 1)
+            completed = full & tf.logical_not(dropped)
+            completed_ids = tf.boolean_mask(env_ids, completed)
+            unrolls = self._gather(completed_ids, tf.range(length))
+            full_ids = tf.boolean_mask(env_ids, full)
+            tails = self._gather(full_ids, tf.range(length - keep, length))
+            self._dropping.scatter_update(tf.IndexedSlices(tf.zeros_like(full_ids), full_ids))
+        # The last `keep` steps of a full unroll (kept or dropped) start the next one.
+        head_rows = tf.reshape(full_ids[:, tf.newaxis] * length + tf.range(keep)[tf.newaxis], [-1])
         tf.nest.map_structure(
             lambda v, u: _writable(v) and v.scatter_update(tf.IndexedSlices(
-                tf.reshape(u[:, length - keep:], tf.concat([[-1], tf.shape(u)[2:]], 0)), head_rows)),
-            self._vars, unrolls)
-        self._index.scatter_update(tf.IndexedSlices(tf.where(completed, keep, index), env_ids))
+                tf.reshape(u, tf.concat([[-1], tf.shape(u)[2:]], 0)), head_rows)),
+            self._vars, tails)
+        self._index.scatter_update(tf.IndexedSlices(tf.where(full, keep, index), env_ids))
         return completed, completed_ids, unrolls
 
+    def _gather(self, env_ids, positions):
+        """The rows at ``positions`` [P] of each env in ``env_ids`` [C]: a nest of [C, P, ...]."""
+        rows = env_ids[:, tf.newaxis] * self.full_length + positions[tf.newaxis]
+        return tf.nest.map_structure(lambda v: tf.gather(v, rows), self._vars)
+
     def reset(self, env_ids) -> None:
-        """Drops the partial unroll of ``env_ids`` (new run): the next step is position 0."""
-        n = tf.shape(env_ids)[0]
-        self._index.scatter_update(tf.IndexedSlices(tf.zeros([n], tf.int32), env_ids))
+        """Drops the partial unroll of ``env_ids`` (new run): the next step is position 0, or the env's offset
+        (``stagger_envs``), whose first unroll is then dropped."""
+        if self._dropping is None:
+            n = tf.shape(env_ids)[0]
+            self._index.scatter_update(tf.IndexedSlices(tf.zeros([n], tf.int32), env_ids))
+            return
+        offsets = tf.gather(self._offsets, env_ids)
+        self._index.scatter_update(tf.IndexedSlices(offsets, env_ids))
+        self._dropping.scatter_update(tf.IndexedSlices(tf.cast(offsets > 0, tf.int32), env_ids))
 
     @property
     def index(self):

@@ -102,3 +102,56 @@ def test_append_takes_a_python_list_of_env_ids():
 def test_an_unroll_needs_at_least_one_step():
     with pytest.raises(ValueError, match="unroll_length >= 1"):
         _store(unroll_length=0)
+
+
+def _staggered(unroll_length=4, overlap=0, num_envs=4, stagger_envs=4):
+    return UnrollStore(num_envs, unroll_length, tf.TensorSpec([], tf.int32), num_overlapping_steps=overlap,
+                       stagger_envs=stagger_envs)
+
+
+def test_staggered_envs_complete_their_unrolls_at_evenly_spread_steps():
+    """4 envs in lockstep, unrolls of 4: without staggering all four complete at the same steps; staggered, one
+    env completes at each step from the first unroll's end on (env 0, offset 0, keeps its first; envs 1-3 drop
+    theirs, cut 1-3 steps short)."""
+    for stagger, expected_per_step in ((0, [0, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4]),
+                                       (4, [0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1])):
+        store = _staggered(stagger_envs=stagger)
+        per_step = [len(_append(store, [0, 1, 2, 3], [t] * 4)[1]) for t in range(13)]
+        assert per_step == expected_per_step, stagger
+
+
+def test_a_staggered_env_drops_only_its_short_first_unroll():
+    """Env 2 of 4 (unrolls of 4) starts at offset 2: its first unroll ([x x] 0 1 2) is dropped, and every unroll
+    after it is whole, real and overlaps the one before by a step, as without staggering."""
+    store = _staggered()
+    got, masks = [], []
+    for t in range(11):
+        mask, ids, unrolls = _append(store, [2], [t])
+        masks.extend(mask)
+        got.extend(unrolls)
+    assert got == [[2, 3, 4, 5, 6], [6, 7, 8, 9, 10]]
+    assert masks[2] is False  # the step that filled the short unroll completed nothing
+
+
+def test_a_staggered_env_with_overlap_keeps_real_burn_in_steps():
+    store = _staggered(unroll_length=2, overlap=2, num_envs=2, stagger_envs=2)  # env 1's offset: 1
+    got = []
+    for t in range(10):
+        got.extend(_append(store, [1], [t])[2])
+    # the dropped unroll held positions 1..4 = steps 0..3; its last 3 steps start the next one
+    assert got == [[1, 2, 3, 4, 5], [3, 4, 5, 6, 7], [5, 6, 7, 8, 9]]
+
+
+def test_a_reset_staggers_again_and_env_zero_and_unstaggered_envs_start_at_zero():
+    store = _staggered(unroll_length=4, num_envs=3, stagger_envs=2)  # offsets 0, 2; env 2 (evaluation) 0
+    for t in range(3):
+        _append(store, [0, 1, 2], [t] * 3)
+    store.reset(tf.constant([0, 1, 2]))
+    got = {0: [], 1: [], 2: []}
+    for t in range(100, 109):
+        _, ids, unrolls = _append(store, [0, 1, 2], [t] * 3)
+        for i, u in zip(ids, unrolls):
+            got[i].append(u)
+    assert got[0] == [[100, 101, 102, 103, 104], [104, 105, 106, 107, 108]]
+    assert got[1] == [[102, 103, 104, 105, 106]]  # the first, [x x 100 101 102], was dropped
+    assert got[2] == got[0]
