@@ -158,3 +158,20 @@ def test_eval_envs_act_and_finish_episodes_but_never_enter_unrolls():
         assert 2 not in out.completed_env_ids.numpy().tolist()
         assert len(out.actions.numpy()) == 3
     assert out.finished_env_ids.numpy().tolist() == [0, 1, 2]
+
+
+def test_staggered_unrolls_spread_the_training_envs_and_keep_each_unrolls_first_state():
+    """``stagger_unrolls``: 2 training envs (unrolls of 2) end their unrolls on alternate steps; the evaluation env
+    (id 2) never enters an unroll; a kept unroll carries the state before its first step, as without staggering."""
+    inf = InferenceStep(CountingAgent(), ArraySpec((1,), "int32"), 3, 2, 1, tf.Variable(7, dtype=tf.int64),
+                        num_eval_envs=1, stagger_unrolls=True)
+    completed = []
+    for t in range(1, 8):
+        out = step(inf, [0, 1, 2], [1, 1, 1], [t] * 3)
+        completed.append(out.completed_env_ids.numpy().tolist())
+        if out.completed_env_ids.numpy().tolist() == [1]:
+            last_of_env_1 = out.unrolls
+    # env 0 (offset 0): steps 1-3, 3-5, 5-7; env 1 (offset 1): its first unroll (steps 1-2) is dropped, then 2-4, 4-6
+    assert completed == [[], [], [0], [1], [0], [1], [0]]
+    assert last_of_env_1.env_outputs.observation.numpy()[0, :, 0].tolist() == [4, 5, 6]
+    assert last_of_env_1.agent_state.numpy().tolist() == [3]  # the state after steps 1-3
