@@ -323,7 +323,9 @@ class RunConfig:
         "env i's first unroll is cut short at an offset of i x unroll_length / envs steps and dropped (at most one "
         "unroll per env per connection). Envs an actor steps in lockstep otherwise complete their unrolls at the "
         "same step, so the learner gets envs / batch_size batches at once and then nothing for unroll_length "
-        "steps. Off: every unroll starts at a connection, as the original's."
+        "steps. The learner then trains while the actors collect, so an unroll spans more policy versions: faster "
+        "where the learner waited for bursts, and staler data for an on-policy agent (docs/presets.md, \"Unrolls "
+        "that end together\"). Off: every unroll starts at a connection, as the original's."
     )
     total_environment_frames: int = field(
         1_000_000_000, "Stop after this many environment frames (agent steps x action repeats)."

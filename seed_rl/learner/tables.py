@@ -20,7 +20,7 @@
   unroll is dropped (its steps before the offset are another run's or nothing); its last ``overlap + 1`` steps are
   real and start the next unroll, so every unroll after it is whole and real. Envs that an actor steps in lockstep
   would otherwise all complete their unrolls at the same step, handing the learner ``envs / batch_size`` batches at
-  once and then nothing for ``unroll_length`` steps (docs/presets.md, "Staggered unrolls")::
+  once and then nothing for ``unroll_length`` steps (docs/presets.md, "Unrolls that end together")::
 
       unroll_length = 4, overlap 0, env offset 2:   (x x) 0 1 2 | 2 3 4 5 6 | 6 7 8 9 10 ...
                                                     dropped        unroll 0    unroll 1
