@@ -120,17 +120,13 @@ class UnrollStore(tf.Module):
         index += 1
         full = tf.equal(index, length)
         keep = self.overlap + 1
+        completed = full if self._dropping is None else full & tf.not_equal(tf.gather(self._dropping, env_ids), 1)
+        completed_ids = tf.boolean_mask(env_ids, completed)
+        unrolls = self._gather(completed_ids, tf.range(length))
         if self._dropping is None:
-            completed = full
-            completed_ids = tf.boolean_mask(env_ids, completed)
-            unrolls = self._gather(completed_ids, tf.range(length))
-            tails = tf.nest.map_structure(lambda u: u[:, length - keep:], unrolls)
             full_ids = completed_ids
+            tails = tf.nest.map_structure(lambda u: u[:, length - keep:], unrolls)
         else:
-            dropped = tf.equal(tf.gather(self._dropping, env_ids), 1)
-            completed = full & tf.logical_not(dropped)
-            completed_ids = tf.boolean_mask(env_ids, completed)
-            unrolls = self._gather(completed_ids, tf.range(length))
             full_ids = tf.boolean_mask(env_ids, full)
             tails = self._gather(full_ids, tf.range(length - keep, length))
             self._dropping.scatter_update(tf.IndexedSlices(tf.zeros_like(full_ids), full_ids))
