@@ -17,7 +17,7 @@ README = ROOT / "README.md"
 if str(ROOT / "benchmarks") not in sys.path:
     sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from render_results import QUICK_START_BREAKOUT, QUICK_START_PONG  # noqa: E402
+from render_results import QUICK_START_BREAKOUT, QUICK_START_PONG, QUICK_START_PONG_CONTINUED  # noqa: E402
 
 TWO_COMMANDS = (
     "./run_local.sh      # sets up .venv if needed, trains V-trace on CartPole-v1 with 2 actors until it is good\n"
@@ -174,6 +174,31 @@ def test_quick_start_atari_commands_are_the_ones_their_figures_ran(block_name, r
     assert _flag_differences(command, trained, budget) == []
     changed = command.replace(flag, "")
     assert changed != command and len(_flag_differences(changed, trained, budget)) == len(trained)
+
+
+def test_quick_start_pong_continued_seeds_are_its_own_that_had_not_reached_18():
+    """The quick start's second Pong sentence ("Continued to ..., N of the other M reached +18") is about the seeds
+    of the quick start's set that had not reached +18, resumed from their own run directories: each continued
+    seed's first session is that seed's run of the set, and every session trained the README's command but for the
+    frame budget and the stop at +18."""
+    quick = _section(_text(README), "Quick start")
+    block = quick[quick.index("<!-- BEGIN generated:pong -->"):quick.index("<!-- END generated:pong -->")]
+    assert QUICK_START_PONG_CONTINUED in block and "of the other" in block, block
+    command = next(line for c in re.findall(r"^```bash\n(.*?)^```", quick, re.S | re.M)
+                   for line in c.splitlines() if "--unroll_length=128" in line)
+    first = json.loads(PONG_RESULTS.read_text())["data"]["per_seed"]
+    continued = json.loads((PONG_RESULTS.parent / QUICK_START_PONG_CONTINUED).read_text())["data"]["per_seed"]
+    assert sorted(s["seed"] for s in continued) == sorted(s["seed"] for s in first if not s["levels"].get("18"))
+    ours = _resolved(command, budget=False)
+    for seed in continued:
+        own = next(s for s in first if s["seed"] == seed["seed"])
+        assert seed["train_commands"][0] == own["train_commands"][0], seed["seed"]
+        for trained in seed["train_commands"]:
+            config = _resolved(trained, budget=False)
+            for key in ("target_return", "target_eval_episodes"):
+                config["run"].pop(key)
+                ours["run"].pop(key, None)
+            assert config == ours, trained
 
 
 def _markdown_files():
