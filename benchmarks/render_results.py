@@ -715,6 +715,12 @@ QUICK_START_BREAKOUT = "atari_Breakout_ppo_llv_seeds.json"
 """The runs behind the README quick start's Breakout command (``atari_ppo_fast`` with the flags they name)."""
 
 
+def span(figure: dict, fmt: Callable[[float], str]) -> str:
+    """``min-max`` of a figure's spread (``{"min": .., "max": ..}``) in ``fmt``, one value where they print alike."""
+    low, high = fmt(figure["min"]), fmt(figure["max"])
+    return low if low == high else f"{low}-{high}"
+
+
 def quick_start_seeds(file: str, levels: Sequence[Tuple[str, str]], with_hours: bool = True) -> str:
     """A quick-start task in numbers, from a set of seeds (``file``): how long its seeds ran here and when they
     first reached each of ``levels`` (the level's key in the file, and the words for it); frames only, without
@@ -725,10 +731,6 @@ def quick_start_seeds(file: str, levels: Sequence[Tuple[str, str]], with_hours: 
     data = result["data"]
     across = data["across_seeds"]
     n = across["env_frames"]["seeds"]
-
-    def span(figure: dict, fmt: Callable[[float], str]) -> str:
-        low, high = fmt(figure["min"]), fmt(figure["max"])
-        return low if low == high else f"{low}-{high}"
 
     def hours(x: float) -> str:
         return f"{x:.2f}"
@@ -771,8 +773,7 @@ def continued_seeds(file: str, level: str, words: str) -> str:
     data = result["data"]
     got = data["across_seeds"]["levels"][level]
     hits = sorted(s["levels"][level]["frames"] for s in data["per_seed"] if s["levels"].get(level))
-    where = f"{_frames(hits[0])}-{_frames(hits[-1])}" if len(hits) > 1 else "".join(_frames(h) for h in hits)
-    where = f" ({where} frames; `{file}`)" if hits else f" (`{file}`)"
+    where = f" ({span({'min': hits[0], 'max': hits[-1]}, _frames)} frames; `{file}`)" if hits else f" (`{file}`)"
     return (f"Continued to {_frames(data['total_frames'])} frames, {got['reached']} of the other {got['seeds']} "
             f"{words}{where}.")
 
