@@ -136,6 +136,11 @@ class PolicyLoss:
     * ``ppo_epsilon``: PPO's pessimistic clipping, as the original writes it: a step whose ratio is already past
       ``1 + epsilon`` with a positive advantage, or past ``1 / (1 + epsilon)`` with a negative one, gets no
       gradient; otherwise the gradient of ``rho A`` (the clipped surrogate's gradient);
+    * ``log_prox`` given to the call (decoupled PPO, Hilton et al. 2021, "Batch size-invariance for policy
+      optimization"): the ratio that is clipped is ``pi / prox``, the policy of the update over a proximal policy
+      (the learner's at the start of the batch's update), not ``pi / mu``; the step is weighted by
+      ``rho = (pi / prox) min(prox / mu, max_proximal_weight)``, so that data acted by an older policy than
+      the proximal one is corrected for by an importance weight and not by the clip;
     * ``transformation`` with ``temperature`` (AWR, V-MPO): ``w(A) = transformation(A / temperature)`` over the
       preprocessor's mask, with ``A / temperature`` capped at ``max_advantage``; the temperature's adjustment loss
       (V-MPO) is added, with ``kl = log mean_mask exp(A / temperature)``.
@@ -144,7 +149,7 @@ class PolicyLoss:
     def __init__(self, preprocessor: Optional[AdvantagePreprocessor] = None, use_importance_weights: bool = False,
                  max_importance_weight: Optional[float] = None, ppo_epsilon: Optional[float] = None,
                  max_advantage: Optional[float] = None, transformation: Optional[str] = None,
-                 temperature: Any = None):
+                 temperature: Any = None, max_proximal_weight: Optional[float] = None):
         if transformation not in (None, "exp", "softmax"):
             raise ValueError(f"PolicyLoss: transformation must be None, 'exp' or 'softmax', got {transformation!r}")
         if transformation is not None and temperature is None:
@@ -152,12 +157,16 @@ class PolicyLoss:
         self.preprocessor = preprocessor or AdvantagePreprocessor()
         self.use_importance_weights = use_importance_weights
         self.max_importance_weight = max_importance_weight
+        self.max_proximal_weight = max_proximal_weight
         self.ppo_epsilon = ppo_epsilon
         self.max_advantage = max_advantage
         self.transformation = transformation
         self.temperature = temperature
 
-    def __call__(self, advantages: Any, log_pi: Any, log_mu: Any) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
+    def __call__(self, advantages: Any, log_pi: Any, log_mu: Any,
+                 log_prox: Any = None) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
+        if log_prox is not None and self.ppo_epsilon is None:
+            raise ValueError("PolicyLoss: a proximal policy (log_prox) is PPO's clip centre; this loss clips nothing")
         advantages = tf.stop_gradient(tf.convert_to_tensor(advantages, tf.float32))
         log_pi = tf.convert_to_tensor(log_pi, tf.float32)
         metrics: Dict[str, tf.Tensor] = {"policy/mean_advantage": tf.reduce_mean(advantages)}
@@ -179,10 +188,22 @@ class PolicyLoss:
                 weights = tf.minimum(weights, self.max_advantage)
             weights = weights * mask
         loss = -log_pi * tf.stop_gradient(weights)
-        log_rho = tf.stop_gradient(log_pi - tf.convert_to_tensor(log_mu, tf.float32))
+        log_mu = tf.convert_to_tensor(log_mu, tf.float32)
+        log_rho = tf.stop_gradient(log_pi - log_mu)
+        log_clipped_ratio = log_rho
+        log_proximal_weight = None
+        if log_prox is not None:
+            log_prox = tf.stop_gradient(tf.convert_to_tensor(log_prox, tf.float32))
+            log_clipped_ratio = tf.stop_gradient(log_pi - log_prox)
+            log_proximal_weight = log_prox - log_mu
+            if self.max_proximal_weight is not None:
+                log_proximal_weight = tf.minimum(log_proximal_weight, math.log(self.max_proximal_weight))
+            log_rho = log_clipped_ratio + log_proximal_weight
+            metrics["policy/mean_log_proximal_weight"] = tf.reduce_mean(log_proximal_weight)
         if self.ppo_epsilon is not None:
             bound = math.log1p(self.ppo_epsilon)
-            clipped = ((weights > 0) & (log_rho > bound)) | ((weights < 0) & (log_rho < -bound))
+            clipped = (((weights > 0) & (log_clipped_ratio > bound))
+                       | ((weights < 0) & (log_clipped_ratio < -bound)))
             keep = 1.0 - tf.cast(clipped, tf.float32)
             loss *= keep
             log_rho *= keep  # no overflow in exp where the step is dropped anyway
@@ -215,9 +236,12 @@ def vtrace(max_importance_weight: float = 1.0) -> PolicyLoss:
     return PolicyLoss(use_importance_weights=True, max_importance_weight=max_importance_weight)
 
 
-def ppo(epsilon: float, normalize_advantages: bool = False, advantage_offset: Optional[float] = None) -> PolicyLoss:
-    """PPO's clipped surrogate with ratio bounds ``[1 / (1 + epsilon), 1 + epsilon]`` (the original's)."""
-    return PolicyLoss(use_importance_weights=True, ppo_epsilon=epsilon,
+def ppo(epsilon: float, normalize_advantages: bool = False, advantage_offset: Optional[float] = None,
+        max_proximal_weight: Optional[float] = None) -> PolicyLoss:
+    """PPO's clipped surrogate with ratio bounds ``[1 / (1 + epsilon), 1 + epsilon]`` (the original's).
+    ``max_proximal_weight`` truncates the weight ``prox / mu`` of decoupled PPO (a call with ``log_prox``); the
+    ratio of a call without one is never truncated."""
+    return PolicyLoss(use_importance_weights=True, ppo_epsilon=epsilon, max_proximal_weight=max_proximal_weight,
                       preprocessor=AdvantagePreprocessor(normalize=normalize_advantages, offset=advantage_offset))
 
 

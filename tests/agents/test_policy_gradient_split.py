@@ -140,3 +140,49 @@ def test_acting_values_are_the_stored_baselines_and_the_split_preparation_runs_n
         PPOConfig(advantage_values="acting", advantage_estimator="vtrace")
     with pytest.raises(ValueError, match="advantage_values must be one of"):
         PPOConfig(advantage_values="stored")
+
+
+def test_proximal_policy_learner_clips_against_the_preparation_pass_and_weights_by_it_over_the_acting_policy(
+        monkeypatch):
+    """``proximal_policy=learner`` (decoupled PPO): the split preparation keeps its pass's policy (also with
+    ``advantage_values=acting``, which otherwise runs no network), and the transition loss clips the ratio against
+    it; the config refuses it where there is no such pass or no clip."""
+    from seed_rl.agents.policy_gradient import loss as loss_lib
+    from seed_rl.agents.policy_gradient.config import PPOConfig
+
+    agent = _agent("classic_ppo", "vector", batch_mode="split", proximal_policy="learner", epsilon=0.1)
+    unroll = _no_truncations(_random_unroll(agent, "vector", np.random.default_rng(9)))
+    prepared = agent.prepare_transitions(unroll)
+    outputs, _ = agent.network(unroll.prev_actions, unroll.env_outputs, unroll.agent_state, unroll=True)
+    np.testing.assert_allclose(prepared["proximal_params"].numpy(), outputs.policy_logits[:-1].numpy(), rtol=1e-5,
+                               atol=1e-6)
+    transitions = _flatten(prepared)
+    # The weights have not moved since the preparation: the ratio against the proximal policy is 1, nothing is
+    # clipped, and the policy loss is that of the truncated weights prox / mu times the advantages.
+    result = agent.transition_loss(transitions)
+    assert float(result.metrics["policy/ppo_clipped_fraction"]) == 0.0
+    dist = agent.distribution
+    action = transitions["agent_outputs"].action
+    log_prox = dist.log_prob(transitions["proximal_params"], action)
+    log_mu = dist.log_prob(transitions["agent_outputs"].policy_logits, action)
+    advantages, _ = agent.policy_loss.preprocessor(transitions["advantages"])
+    # The loss's value is the surrogate -log_pi sg(A rho), whose gradient is the policy gradient (log_pi = log_prox).
+    expected = -tf.reduce_mean(log_prox * tf.minimum(tf.exp(log_prox - log_mu), 1.0) * advantages)
+    np.testing.assert_allclose(float(result.metrics["losses/policy"]), float(expected), rtol=1e-4, atol=1e-6)
+    # Against the acting policy (the default), the same weights clip the steps the acting policy is far from.
+    acting = _agent("classic_ppo", "vector", batch_mode="split", epsilon=0.1)
+    acting.network.set_weights(agent.network.get_weights())
+    plain = acting.transition_loss(_flatten(acting.prepare_transitions(unroll)))
+    assert float(plain.metrics["policy/ppo_clipped_fraction"]) > 0.0
+    # With the stored values the preparation runs the network once, for the proximal policy only.
+    calls = []
+    real = loss_lib._network_outputs
+    monkeypatch.setattr(loss_lib, "_network_outputs", lambda *a: calls.append(1) or real(*a))
+    stored = _agent("classic_ppo", "vector", batch_mode="split", proximal_policy="learner",
+                    advantage_values="acting")
+    assert "proximal_params" in stored.prepare_transitions(unroll) and calls == [1]
+    for bad in ({"batch_mode": "shuffle"}, {"batch_mode": "split", "policy_loss": "awr"}):
+        with pytest.raises(ValueError, match="proximal_policy=learner"):
+            PPOConfig(proximal_policy="learner", **bad)
+    with pytest.raises(ValueError, match="proximal_policy must be one of"):
+        PPOConfig(proximal_policy="target")

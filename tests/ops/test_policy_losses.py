@@ -60,6 +60,37 @@ def test_ppo_has_the_clipped_surrogates_gradient_and_with_infinite_epsilon_is_im
     np.testing.assert_allclose(grad_inf, grad_iw, rtol=1e-6)
 
 
+def test_decoupled_ppo_clips_against_the_proximal_policy_and_weights_by_it_over_the_acting_one():
+    """``log_prox`` (decoupled PPO): the ratio clipped is pi / prox, the step weighted by min(prox / mu, c); with
+    prox = mu it is PPO's clipped surrogate itself."""
+    a, log_pi, log_mu = _inputs(3)
+    eps, cap = 0.2, 1.0
+    plain = _loss_and_grad(pl.ppo(eps), a, log_pi, log_mu)
+    with tf.GradientTape() as tape:
+        same, metrics = pl.ppo(eps, max_proximal_weight=100.0)(a, log_pi, log_mu, log_mu)
+    np.testing.assert_allclose(float(same), plain[0], rtol=1e-6)
+    np.testing.assert_allclose(tape.gradient(same, log_pi).numpy(), plain[1], rtol=1e-6)
+    np.testing.assert_allclose(float(metrics["policy/ppo_clipped_fraction"]),
+                               float(plain[2]["policy/ppo_clipped_fraction"]))
+    # A proximal policy between the acting one and the policy of the update: the textbook decoupled surrogate.
+    log_prox = (log_pi.numpy() + log_mu) / 2
+    with tf.GradientTape() as tape:
+        decoupled, metrics = pl.ppo(eps, max_proximal_weight=cap)(a, log_pi, log_mu, log_prox)
+    grad = tape.gradient(decoupled, log_pi).numpy()
+    with tf.GradientTape() as tape:
+        ratio = tf.exp(log_pi - log_prox)
+        weight = np.minimum(np.exp(log_prox - log_mu), cap)
+        surrogate = weight * tf.minimum(ratio * a, tf.clip_by_value(ratio, 1 / (1 + eps), 1 + eps) * a)
+        textbook = -tf.reduce_mean(surrogate)
+    np.testing.assert_allclose(grad, tape.gradient(textbook, log_pi).numpy(), rtol=1e-4, atol=1e-7)
+    # Fewer steps are clipped than against the acting policy (half the distance), and the weight is truncated.
+    assert float(metrics["policy/ppo_clipped_fraction"]) < float(plain[2]["policy/ppo_clipped_fraction"])
+    assert float(metrics["policy/mean_log_proximal_weight"]) <= 0.0 + 1e-7
+    # The proximal policy is PPO's: a loss that clips nothing refuses it.
+    with pytest.raises(ValueError, match="proximal"):
+        pl.vtrace(1.0)(a, log_pi, log_mu, log_prox)
+
+
 def test_ppo_normalizes_advantages_when_asked():
     a, log_pi, log_mu = _inputs(4)
     weighted, _ = pl.AdvantagePreprocessor(normalize=True)(a * 10 + 3)

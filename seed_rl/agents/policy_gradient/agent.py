@@ -46,7 +46,8 @@ _SPLITS = {"split": "once", "split_with_advantage_recomputation": "every_epoch"}
 
 def _policy_loss(c: OnPolicyConfig) -> policy_losses.PolicyLoss:
     if c.policy_loss == "ppo":
-        return policy_losses.ppo(c.epsilon, normalize_advantages=c.normalize_advantages)
+        return policy_losses.ppo(c.epsilon, normalize_advantages=c.normalize_advantages,
+                                 max_proximal_weight=c.max_proximal_weight if c.proximal_policy == "learner" else None)
     if c.policy_loss == "awr":
         return policy_losses.awr(c.awr_beta, c.awr_w_max)
     if c.policy_loss == "vmpo":

@@ -15,6 +15,7 @@ NETWORKS = ("mlp", "control_mlp", "impala_shallow", "impala_deep", "gfootball", 
 POLICY_LOSSES = ("ppo", "awr", "vmpo", "pg", "vtrace")
 ADVANTAGE_ESTIMATORS = ("gae", "vtrace", "nstep")
 ADVANTAGE_VALUES = ("learner", "acting")
+PROXIMAL_POLICIES = ("acting", "learner")
 BATCH_MODES = ("shuffle", "repeat", "split", "split_with_advantage_recomputation")
 REWARD_NORMALIZERS = ("none", "popart")
 ACTIVATIONS = ("tanh", "relu", "swish")
@@ -39,6 +40,16 @@ class OnPolicyConfig:
     policy_loss: str = field("ppo", "ppo (clipped surrogate), awr (exponentiated advantages), vmpo (top half, "
                                     "softmax, Lagrange temperature), pg or vtrace (importance-weighted PG).")
     epsilon: float = field(0.2, "PPO clipping: ratios outside [1 / (1 + epsilon), 1 + epsilon] stop the gradient.")
+    proximal_policy: str = field(
+        "acting", "The policy PPO's clipped ratio is taken against: acting (the policy that acted each step, the "
+                  "original's and the PPO paper's) or learner (decoupled PPO, Hilton et al. 2021: the learner's "
+                  "policy when the batch's advantages were computed, each step then weighted by that policy over "
+                  "the acting one, truncated at max_proximal_weight; data acted some policy versions ago, as "
+                  "SEED's asynchronous actors send it, is then corrected by the weight and not by the clip). "
+                  "learner needs policy_loss=ppo and a split batch mode; with advantage_values=acting it costs a "
+                  "forward pass over each batch.")
+    max_proximal_weight: float = field(1.0, "proximal_policy=learner: truncation of the weight of the learner's "
+                                            "policy over the acting one (as V-trace's rho-bar).")
     normalize_advantages: bool = field(
         False, "Normalise each minibatch's advantages to mean 0, std 1 (the original's ppo(): off).")
     awr_beta: float = field(1.0, "AWR temperature beta (the AWR paper's 1.0): weights exp(A / beta).")
@@ -121,13 +132,21 @@ class OnPolicyConfig:
                                      ("continuous_distribution", self.continuous_distribution, ("tanh", "clipped")),
                                      ("std_fn", self.std_fn, ("softplus", "safe_exp")),
                                      ("batch_mode", self.batch_mode, BATCH_MODES),
-                                     ("advantage_values", self.advantage_values, ADVANTAGE_VALUES)):
+                                     ("advantage_values", self.advantage_values, ADVANTAGE_VALUES),
+                                     ("proximal_policy", self.proximal_policy, PROXIMAL_POLICIES)):
             if value not in choices:
                 raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
         if self.advantage_values == "acting" and self.advantage_estimator == "vtrace":
             raise ValueError("advantage_values=acting takes the values stored at acting time and runs no policy on "
                              "the batch, which the vtrace estimator's importance weights need: use "
                              "advantage_estimator=gae or nstep, or advantage_values=learner")
+        if self.proximal_policy == "learner" and (self.policy_loss != "ppo" or not self.batch_mode.startswith("split")):
+            raise ValueError(f"proximal_policy=learner centres PPO's clip on the policy of the split batch modes' "
+                             f"pass over the batch: it needs policy_loss=ppo and batch_mode=split or "
+                             f"split_with_advantage_recomputation, got policy_loss={self.policy_loss}, "
+                             f"batch_mode={self.batch_mode}")
+        if self.max_proximal_weight <= 0:
+            raise ValueError(f"max_proximal_weight must be > 0, got {self.max_proximal_weight}")
         if self.epochs < 1 or self.minibatches < 1:
             raise ValueError(f"epochs and minibatches must be >= 1, got {self.epochs} and {self.minibatches}")
         if not 0.0 <= self.discounting <= 1.0 or not 0.0 <= self.lambda_ <= 1.0:

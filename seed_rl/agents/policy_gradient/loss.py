@@ -102,12 +102,14 @@ def _estimate(c: OnPolicyConfig, distribution, unroll, params, values, reward_no
 
 def _loss_terms(c: OnPolicyConfig, distribution, policy_loss: policy_losses.PolicyLoss,
                 regularizer: policy_losses.KLRegularizer, params, predictions, values, behaviour,
-                estimate: _Estimate) -> LossResult:
-    """The policy, value and regularisation losses of steps with given advantages and targets (all [T, B])."""
+                estimate: _Estimate, proximal_params=None) -> LossResult:
+    """The policy, value and regularisation losses of steps with given advantages and targets (all [T, B]);
+    ``proximal_params``, the policy PPO's ratio is clipped against (``proximal_policy=learner``), or None."""
     log_pi = distribution.log_prob(params, behaviour.action)
     log_mu = distribution.log_prob(behaviour.policy_logits, behaviour.action)
     metrics = dict(estimate.metrics)
-    pl, policy_metrics = policy_loss(estimate.advantages, log_pi, log_mu)
+    log_prox = None if proximal_params is None else distribution.log_prob(proximal_params, behaviour.action)
+    pl, policy_metrics = policy_loss(estimate.advantages, log_pi, log_mu, log_prox)
     if c.flip_policy_gradient:
         pl = -pl
     metrics.update(policy_metrics)
@@ -149,20 +151,23 @@ def prepare_transitions(config: OnPolicyConfig, network, distribution, unroll,
     """The split modes' pass over a whole batch [T + 1, B] (feed-forward networks): advantages and targets from
     the current weights, or from the values stored at acting time without running the network
     (``advantage_values=acting``; PopArt's statistics take the targets), and each of the first T steps' inputs, as a dict
-    of [T, B, ...] tensors. Observation statistics are not updated here (each minibatch's loss does, as in the
-    unroll modes, so a transition counts once per epoch in every mode)."""
-    if config.advantage_values == "acting":  # the stored values: no pass of the network over the batch
-        params = values = None
-    else:
+    of [T, B, ...] tensors; with ``proximal_policy=learner`` also this pass's policy (``proximal_params``), which
+    PPO's ratio is then clipped against. Observation statistics are not updated here (each minibatch's loss does,
+    as in the unroll modes, so a transition counts once per epoch in every mode)."""
+    params = values = None  # advantage_values=acting: the stored values, no pass of the network for them
+    if config.advantage_values != "acting" or config.proximal_policy == "learner":
         params, _, values = _network_outputs(network, reward_normalizer, unroll.prev_actions, unroll.env_outputs,
                                              unroll.agent_state)
     estimate = _estimate(config, distribution, unroll, params, values, reward_normalizer)
     first = tf.nest.map_structure(lambda t: t[:-1], (unroll.prev_actions, unroll.env_outputs,
                                                      unroll.agent_outputs))
     prev_actions, env_outputs, behaviour = first
-    return dict(prev_actions=prev_actions, env_outputs=env_outputs, agent_outputs=behaviour,
-                targets=tf.stop_gradient(estimate.targets), value_targets=tf.stop_gradient(estimate.value_targets),
-                advantages=tf.stop_gradient(estimate.advantages))
+    prepared = dict(prev_actions=prev_actions, env_outputs=env_outputs, agent_outputs=behaviour,
+                    targets=tf.stop_gradient(estimate.targets), value_targets=tf.stop_gradient(estimate.value_targets),
+                    advantages=tf.stop_gradient(estimate.advantages))
+    if params is not None and config.proximal_policy == "learner":
+        prepared["proximal_params"] = tf.stop_gradient(tf.cast(params[:-1], tf.float32))
+    return prepared
 
 
 def transition_loss(config: OnPolicyConfig, network, distribution, policy_loss: policy_losses.PolicyLoss,
@@ -182,8 +187,9 @@ def transition_loss(config: OnPolicyConfig, network, distribution, policy_loss: 
         metrics.update({"popart/mean": mean[0], "popart/std": std[0]})
     estimate = _Estimate(targets=transitions["targets"][None], value_targets=transitions["value_targets"][None],
                          advantages=transitions["advantages"][None], metrics=metrics)
+    proximal = transitions.get("proximal_params")
     result = _loss_terms(config, distribution, policy_loss, regularizer, params, predictions, values, behaviour,
-                         estimate)
+                         estimate, None if proximal is None else proximal[None])
     if observation_normalizer is not None:
         observation_normalizer.update(tf.cast(transitions["env_outputs"].observation, tf.float32))
     return result
