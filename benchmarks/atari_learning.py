@@ -57,7 +57,9 @@ Then, for the set, it writes
   seed: seed, logdir, csv, finished (why it is finished; null: not), sessions, train_commands, training_hours,
   recorded (only for a seed reported from an earlier results file: its date, commit and config line or null),
   episodes, env_frames, first_window_mean, last_window_mean, best_window_mean, best_window_frames, levels: {level:
-  {frames, hours} at the end of the first window of 20 episodes whose mean reached it, or null}) and across_seeds
+  {frames, hours} at the end of the first window of 20 episodes whose mean reached it, or null}, greedy_eval (the
+  run's ``final_eval.json``, the greedy evaluation ``seed-rl train`` runs at the end: {episodes, best, latest}, the
+  mean return of the best and of the latest checkpoint; null when the run wrote none)) and across_seeds
   ({figure: {median, min, max, seeds (how many had it)}} for the per-seed figures above, and levels: {level:
   {reached, seeds, frames: {median, min, max}, hours: {median, min, max}}}, where a seed that never reached the
   level counts as never: a median or max that falls on such a seed is null);
@@ -98,6 +100,7 @@ from seed_rl.learner.resume import FINISHED_FILE, env_options_with_defaults
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 SESSIONS_FILE = "learning_sessions.json"
+FINAL_EVAL_FILE = "final_eval.json"
 WINDOW = 20
 RANDOM_SCORE = {"Pong": -20.7, "Breakout": 1.7,  # random play (Mnih et al. 2015, extended data table 2)
                 "HalfCheetah-v5": -280.2}  # uniform random actions (D4RL's normalisation reference, Fu et al. 2020)
@@ -495,6 +498,20 @@ def _frames_text(v: float) -> str:
     return f"{v / 1e6:.2f}M" if v >= 1e6 else f"{v / 1e3:.0f}K"
 
 
+def _greedy_text(per_seed: Sequence[dict]) -> str:
+    """The greedy evaluations at the end of the seeds' runs, as a sentence ('' when no seed has one)."""
+    def mean(v):
+        return "-" if v is None else f"{v:.2f}"
+
+    played = [s for s in per_seed if s.get("greedy_eval")]
+    if not played:
+        return ""
+    return (" Played greedily at the end of each run (`final_eval.json`; mean return of the best checkpoint, then "
+            "of the latest): " + "; ".join(f"seed {s['seed']} {mean(s['greedy_eval']['best'])} and "
+                                           f"{mean(s['greedy_eval']['latest'])} ({s['greedy_eval']['episodes']} "
+                                           "episodes)" for s in played) + ".")
+
+
 def seeds_body(args, data: dict) -> str:
     """The set's RESULTS.md section from its results ``data`` (everything but the date and versions is in it)."""
     across = data["across_seeds"]
@@ -538,6 +555,7 @@ def seeds_body(args, data: dict) -> str:
         "at the end of the first window that reached it. Across seeds: median [min, max], a seed that never reached "
         "a level counting as never (so the median is there only when at least half of the seeds reached it). "
         f"Random play (published): {data['random_score'] if data['random_score'] is not None else 'not published'}."
+        + _greedy_text(data["per_seed"])
         + "".join(f" Seed {s['seed']} is reported from the results file of {s['recorded']['date']} (commit "
                   f"{s['recorded']['commit']}) and its CSV: its run directory was gone." for s in data["per_seed"]
                   if s.get("recorded"))
@@ -578,7 +596,7 @@ def _seed_from_record(args, seed, logdir, record, entry):
           f"results file of {record.get('date')} (commit {record.get('commit')})", flush=True)
     seed_entry = dict(seed=seed, logdir=logdir, csv=entry["csv"], finished=entry["finished"],
                       sessions=entry["sessions"], train_commands=entry["train_commands"],
-                      training_hours=entry["training_hours"],
+                      training_hours=entry["training_hours"], greedy_eval=entry.get("greedy_eval"),
                       recorded=entry.get("recorded") or _recorded(record, seed),
                       **window_figures(frames, hours, scores, args.levels))
     return seed_entry, frames, hours, scores
@@ -595,9 +613,23 @@ def _seed_from_run(args, stem, seed, logdir):
                       finished=finished_reason(logdir, args.hours, args.total_frames),
                       sessions=len(sessions),
                       train_commands=[" ".join(x.get("command", [])) for x in sessions],
-                      training_hours=trained_hours(sessions),
+                      training_hours=trained_hours(sessions), greedy_eval=greedy_eval(logdir),
                       **window_figures(frames, hours, scores, args.levels))
     return seed_entry, frames, hours, scores
+
+
+def greedy_eval(logdir: str) -> Optional[dict]:
+    """``{episodes, best, latest}`` from the run's ``final_eval.json`` (the greedy evaluation at the end of
+    ``seed-rl train``: mean returns of the best and the latest checkpoint, null where it played none); None when
+    the run wrote no such file or it cannot be read."""
+    try:
+        with open(os.path.join(logdir, FINAL_EVAL_FILE)) as f:
+            final = json.load(f)
+        means = {key: (None if not isinstance(final.get(key), dict)
+                       else float(final[key]["greedy_mean_return"])) for key in ("best", "latest")}
+        return {"episodes": int(final["episodes"]), **means}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def report_seeds(args) -> Optional[str]:

@@ -167,6 +167,11 @@ def test_the_sets_report_writes_its_files_into_out_dir_only(tmp_path, monkeypatc
     runs = {"1": SEED_A, "2": SEED_B, "3": SEED_C}
     for seed in runs:
         _trained(tmp_path / f"Pong_vtrace_seed_{seed}", 0.7)  # each seed's budget spent
+    # Seed 1's greedy evaluation at the end (the learner's file: the latest checkpoint played none); seed 2's is
+    # unreadable, seed 3 has none.
+    (tmp_path / "Pong_vtrace_seed_1" / atari_learning.FINAL_EVAL_FILE).write_text(json.dumps(
+        {"episodes": 10, "greedy": True, "best": {"greedy_mean_return": 19.5, "returns": [19.5] * 10}}))
+    (tmp_path / "Pong_vtrace_seed_2" / atari_learning.FINAL_EVAL_FILE).write_text("{not json")
     monkeypatch.setattr(atari_learning, "_read_run", lambda logdir: (atari_learning._read_sessions(logdir),
                                                                      *_episodes(runs[logdir[-1]])))
     plots = []
@@ -184,12 +189,16 @@ def test_the_sets_report_writes_its_files_into_out_dir_only(tmp_path, monkeypatc
     assert data["across_seeds"]["levels"]["18"]["frames"] == {"median": 50_000, "min": 40_000, "max": None}
     assert data["run_command"] == ("python benchmarks/atari_learning.py --game=Pong --agent=vtrace --hours=0.7 "
                                    "--seeds=1,2,3 --levels=0,18")
+    assert [s["greedy_eval"] for s in data["per_seed"]] == [
+        {"episodes": 10, "best": 19.5, "latest": None}, None, None]  # seed 1's final_eval.json (below)
     rows = (out / "atari_Pong_vtrace_seed_2.csv").read_text().splitlines()
     assert rows[0] == "env_frames,training_hours,score,mean_score_last_20" and len(rows) == 51
     assert rows[-1] == "50000,0.5000,18,18.000"
     section = (out / "RESULTS.md").read_text()
     assert "<!-- BEGIN atari_learning_Pong_vtrace_seeds -->" in section
     assert "| median [min, max] |" in section and "2/3 seeds: 50K [40K, never] (0.50 [0.40, never] h)" in section
+    assert "(`final_eval.json`; mean return of the best checkpoint, then of the latest): seed 1 19.50 and - (10 " \
+           "episodes)." in section
     assert "| 3 | 60,000 | 0.70 | 60 | -21.00 | 10.00 | 10.00 | 54K (0.54 h) | never |" in section
     (path, curves), = plots
     assert path == str(out / "atari_Pong_vtrace_seeds.png") and [c["seed"] for c in curves] == [1, 2, 3]

@@ -115,7 +115,8 @@ DOC_SETTINGS: Dict[str, Dict[str, str]] = {
     "docs/architecture.md": {"the house rule for a learner function's length (tests/learner/test_function_length.py)": "60"},
     "docs/agents.md": {
         "the losses' constants, init gains, clipping and action bounds as the equations write them": "0.5 0.01 -10 -1",
-        "network sizes: small_conv's dense layer (the MinAtar paper's), SAC's LSTM default": "128 256"},
+        "network sizes: small_conv's dense layer (the MinAtar paper's), SAC's LSTM default": "128 256",
+        "a citation's year (decoupled PPO)": "2021"},
     "docs/deployment.md": {
         "the Kubernetes schemas' version, the images' user id, the Atari preset's 32 workers": "1.32 1000 32",
         "timeouts, back-off and limits (30 s, 300 s, 50 batches) and the keepalive's bound 30 + 20 s": "30 50 300",
