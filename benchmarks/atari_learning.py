@@ -96,11 +96,11 @@ from render_results import read_curve
 
 from seed_rl import agents as agents_lib
 from seed_rl.config import RunConfig, flat_dict
+from seed_rl.launch.local import FINAL_EVAL_FILE
 from seed_rl.learner.resume import FINISHED_FILE, env_options_with_defaults
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 SESSIONS_FILE = "learning_sessions.json"
-FINAL_EVAL_FILE = "final_eval.json"
 WINDOW = 20
 RANDOM_SCORE = {"Pong": -20.7, "Breakout": 1.7,  # random play (Mnih et al. 2015, extended data table 2)
                 "HalfCheetah-v5": -280.2}  # uniform random actions (D4RL's normalisation reference, Fu et al. 2020)
